@@ -1,0 +1,46 @@
+"""Store adapters, found through the ``vdbguard.connectors`` entry point group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from connectors.base import CollectionInfo, Connector
+from vdbguard.errors import MissingExtraError, VdbguardError
+
+__all__ = ["CollectionInfo", "Connector", "ConnectorEntry", "available_connectors", "load_connector"]
+
+
+@dataclass(frozen=True)
+class ConnectorEntry:
+    name: str
+    extra: str
+    installed: bool
+    problem: str | None = None
+
+
+def _entry_points() -> dict:
+    return {ep.name: ep for ep in entry_points(group="vdbguard.connectors")}
+
+
+def load_connector(name: str) -> type[Connector]:
+    """The connector class registered under ``name``; a clear install hint when its extra is missing."""
+    registered = _entry_points()
+    if name not in registered:
+        known = ", ".join(sorted(registered)) or "none"
+        raise VdbguardError(f"unknown connector {name!r}", f"choose one of: {known}")
+    try:
+        return registered[name].load()
+    except ImportError as exc:
+        raise MissingExtraError(f"the {name} connector", name) from exc
+
+
+def available_connectors() -> list[ConnectorEntry]:
+    entries = []
+    for name in sorted(_entry_points()):
+        try:
+            cls = load_connector(name)
+            entries.append(ConnectorEntry(name, cls.extra, True))
+        except VdbguardError as exc:
+            entries.append(ConnectorEntry(name, name, False, str(exc)))
+    return entries

@@ -1,0 +1,50 @@
+"""The contract every store adapter implements: describe, stream pages resumably, upsert."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from vdbguard.records import Batch, VectorRecord
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    dimension: int | None
+    count: int
+    metric: str | None
+    vector_names: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Connector(ABC):
+    """Reads (and, for write-path hooks, writes) one collection of one store.
+
+    ``iter_batches`` never writes to the store. Cursors are opaque strings: a cursor taken from a
+    batch, passed back as ``resume_from`` (even in a new process), continues right after that batch.
+    """
+
+    name: ClassVar[str]
+    extra: ClassVar[str]
+
+    @abstractmethod
+    def describe(self) -> CollectionInfo: ...
+
+    @abstractmethod
+    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]: ...
+
+    @abstractmethod
+    def upsert(self, records: Sequence[VectorRecord]) -> None: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def __enter__(self) -> Connector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

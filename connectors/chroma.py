@@ -1,0 +1,363 @@
+"""Chroma adapter: an embedded store (a persist directory) or a running ``chroma run`` server."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import chromadb
+import numpy as np
+from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
+from chromadb.errors import NotFoundError
+
+from connectors.base import CollectionInfo, Connector
+from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
+from vdbguard.records import Batch, VectorRecord
+
+_CURSOR = re.compile(r"offset:(\d+)")
+_INCLUDE: Any = ["embeddings", "documents", "metadatas"]
+_START_HINT = "is the server running? start one with `chroma run --path DIR --host 127.0.0.1 --port PORT`"
+
+
+class ChromaConnector(Connector):
+    """One Chroma collection, embedded (``path``) or over HTTP (``url``); give exactly one of them.
+
+    Read-only guarantee (embedded mode): chromadb 1.5.x rewrites ``chroma.sqlite3`` and the HNSW
+    segment files whenever a ``PersistentClient`` opens a collection and reads from it, even without
+    any write. So with ``snapshot=True`` (the default) reads open a private copy of the persist
+    directory, made with ``shutil.copytree`` under the temp dir on first read and deleted by
+    ``close()``; the store itself is never opened for reading. The copy costs disk space and time
+    proportional to the store, and a copy taken while another process writes may be torn: snapshot a
+    quiescent store. ``snapshot=False`` reads the store in place (Chroma will touch its files).
+    ``upsert()`` always writes to the real store, through a client opened lazily on first write; it
+    drops the current snapshot so that later reads see the new rows.
+
+    Server mode reads and writes through ``chromadb.HttpClient``; ``headers`` (e.g. auth tokens) are
+    sent with every request and never logged or put in error messages.
+
+    Cursors are ``"offset:N"``. Offsets are positional (Chroma's ``get(limit, offset)``), so rows
+    inserted or deleted while a scan is running, or between a scan and its resumption, shift the
+    pages: rows can be skipped or seen twice. Scan a snapshot (the embedded default; a new connector
+    resuming a cursor takes a new snapshot, which matches only if the store did not change) or a
+    server no one writes to.
+
+    Records can only be written with an explicit, finite vector: collections are created without an
+    embedding function (Chroma would otherwise try to download an ONNX model).
+    """
+
+    name: ClassVar[str] = "chroma"
+    extra: ClassVar[str] = "chroma"
+
+    def __init__(
+        self,
+        *,
+        collection: str,
+        path: str | Path | None = None,
+        url: str | None = None,
+        headers: dict[str, str] | None = None,
+        tenant: str = DEFAULT_TENANT,
+        database: str = DEFAULT_DATABASE,
+        snapshot: bool = True,
+        create: bool = False,
+        metric: str = "l2",
+    ) -> None:
+        if (path is None) == (url is None):
+            raise VdbguardError(
+                "the chroma connector needs exactly one of path or url",
+                "pass path=DIR for an embedded store or url=http://HOST:PORT for a `chroma run` server",
+            )
+        self.collection_name = collection
+        self.tenant = tenant
+        self.database = database
+        self.snapshot = snapshot
+        self.create = create
+        self.metric = metric
+        self._headers = dict(headers) if headers else None
+        self._path = Path(path).expanduser() if path is not None else None
+        self._host = ""
+        self._port = 0
+        self._ssl = False
+        self.location = ""
+        if self._path is not None:
+            self.location = str(self._path)
+            if self._path.exists() and not self._path.is_dir():
+                raise ConnectorError(f"Chroma path {self.location} is not a directory")
+            if not self._path.exists() and not create:
+                raise ConnectorError(
+                    f"Chroma path {self.location} does not exist",
+                    "point path at a Chroma persist directory (the one holding chroma.sqlite3)",
+                )
+        else:
+            assert url is not None
+            self._parse_url(url)
+        self._read_client: Any = None
+        self._read_col: Any = None
+        self._write_client: Any = None
+        self._write_col: Any = None
+        self._snapshot_dir: Path | None = None
+        self._cleanup: weakref.finalize | None = None
+
+    # -- connection handling -------------------------------------------------------------------
+
+    def _parse_url(self, url: str) -> None:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        shown = re.sub(r"//[^/@]*@", "//***@", url)  # never echo credentials embedded in the URL
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+            raise VdbguardError(f"unsupported Chroma URL {shown!r}", "use http(s)://HOST:PORT")
+        self._ssl = parts.scheme == "https"
+        self._host = parts.hostname
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise VdbguardError(f"bad port in Chroma URL {shown!r}", "use http(s)://HOST:PORT") from exc
+        self._port = port if port is not None else (443 if self._ssl else 8000)
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self.location = f"{parts.scheme}://{host}:{self._port}"  # no userinfo, no query
+
+    def _http_client(self) -> Any:
+        try:
+            return chromadb.HttpClient(
+                host=self._host,
+                port=self._port,
+                ssl=self._ssl,
+                headers=self._headers,
+                tenant=self.tenant,
+                database=self.database,
+            )
+        except Exception as exc:
+            raise ConnectorError(
+                f"cannot connect to Chroma at {self.location}: {type(exc).__name__}: {exc}",
+                f"{_START_HINT}; check the URL, tenant/database and auth headers",
+            ) from exc
+
+    def _persistent_client(self, path: Path) -> Any:
+        try:
+            return chromadb.PersistentClient(path=str(path), tenant=self.tenant, database=self.database)
+        except Exception as exc:
+            raise ConnectorError(
+                f"cannot open the Chroma store at {self.location}: {type(exc).__name__}: {exc}",
+                "check that the directory is a Chroma persist directory written by chromadb>=1.0",
+            ) from exc
+
+    def _open_collection(self, client: Any) -> Any:
+        try:
+            return client.get_collection(self.collection_name, embedding_function=None)
+        except NotFoundError as exc:
+            raise self._not_found(client) from exc
+        except ValueError as exc:  # older clients report a missing collection this way
+            if "does not exist" not in str(exc):
+                raise self._failed("get_collection", exc) from exc
+            raise self._not_found(client) from exc
+        except Exception as exc:
+            raise self._failed("get_collection", exc) from exc
+
+    def _not_found(self, client: Any) -> CollectionNotFoundError:
+        try:
+            names = sorted(getattr(c, "name", str(c)) for c in client.list_collections())
+        except Exception:
+            names = []
+        existing = ", ".join(names) if names else "none"
+        return CollectionNotFoundError(
+            f"Chroma collection {self.collection_name!r} not found at {self.location}",
+            f"existing collections: {existing}",
+        )
+
+    def _reader(self) -> Any:
+        if self._read_col is not None:
+            return self._read_col
+        if self._path is not None and not self._path.is_dir():
+            raise ConnectorError(f"Chroma path {self.location} does not exist", "nothing has been written there yet")
+        if self._path is None:
+            self._read_client = self._write_client or self._http_client()
+        elif self.snapshot:
+            tmp = Path(tempfile.mkdtemp(prefix="vdbguard-chroma-"))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
+            self._snapshot_dir = tmp / "store"
+            shutil.copytree(self._path, self._snapshot_dir)
+            self._read_client = self._persistent_client(self._snapshot_dir)
+        else:
+            self._read_client = self._write_client or self._persistent_client(self._path)
+        self._read_col = self._open_collection(self._read_client)
+        return self._read_col
+
+    def _writer(self) -> Any:
+        if self._write_col is not None:
+            return self._write_col
+        if self._write_client is None:
+            if self._path is None:
+                self._write_client = self._read_client or self._http_client()
+            else:
+                self._write_client = self._persistent_client(self._path)
+        if self.create:
+            self._write_col = self._call(
+                "get_or_create_collection",
+                self._write_client.get_or_create_collection,
+                self.collection_name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": self.metric}},
+            )
+        else:
+            self._write_col = self._open_collection(self._write_client)
+        return self._write_col
+
+    def _drop_snapshot(self) -> None:
+        if self._snapshot_dir is None:
+            return
+        _close_client(self._read_client)
+        self._read_client = self._read_col = None
+        self._snapshot_dir = None
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VdbguardError:
+            raise
+        except Exception as exc:
+            raise self._failed(what, exc) from exc
+
+    def _failed(self, what: str, exc: Exception) -> ConnectorError:
+        return ConnectorError(
+            f"Chroma {what} on {self.collection_name!r} at {self.location} failed: {type(exc).__name__}: {exc}",
+            _START_HINT if self._path is None else None,
+        )
+
+    # -- Connector API -------------------------------------------------------------------------
+
+    def describe(self) -> CollectionInfo:
+        col = self._reader()
+        count = int(self._call("count", col.count))
+        dimension = getattr(col.get_model(), "dimension", None) if hasattr(col, "get_model") else None
+        if dimension is None and count:
+            first = self._call("get", col.get, limit=1, include=["embeddings"])
+            embeddings = first.get("embeddings")
+            if embeddings is not None and len(embeddings) and embeddings[0] is not None:
+                dimension = len(embeddings[0])
+        return CollectionInfo(
+            name=self.collection_name,
+            dimension=int(dimension) if dimension is not None else None,
+            count=count,
+            metric=_metric(col),
+            extra={"tenant": self.tenant, "database": self.database, "location": self.location},
+        )
+
+    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+        """Pages of ``batch_size`` records in Chroma's storage order.
+
+        Every batch carries a cursor, the last one included (resuming from it yields nothing).
+        """
+        if batch_size < 1:
+            raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
+        offset = 0
+        if resume_from is not None:
+            match = _CURSOR.fullmatch(resume_from)
+            if match is None:
+                raise VdbguardError(
+                    f"bad Chroma resume cursor {resume_from!r}",
+                    "pass a cursor taken from a chroma scan (like 'offset:512'), or none to start over",
+                )
+            offset = int(match.group(1))
+        col = self._reader()
+        while True:
+            page = self._call("get", col.get, limit=batch_size, offset=offset, include=_INCLUDE)
+            ids = page["ids"]
+            if not ids:
+                return
+            embeddings = page.get("embeddings")
+            metadatas = page.get("metadatas")
+            documents = page.get("documents")
+            records = []
+            for i, record_id in enumerate(ids):
+                emb = embeddings[i] if embeddings is not None else None
+                meta = metadatas[i] if metadatas is not None else None
+                records.append(
+                    VectorRecord(
+                        id=record_id,
+                        vector=None if emb is None else np.array(emb, dtype=np.float32),
+                        payload=dict(meta) if meta else {},
+                        text=documents[i] if documents is not None else None,
+                        collection=self.collection_name,
+                    )
+                )
+            offset += len(ids)
+            yield Batch(records, f"offset:{offset}")
+            if len(ids) < batch_size:
+                return
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        """Write ``records``, each replacing any stored row with its id entirely.
+
+        Chroma's own upsert merges metadata into the stored row and keeps a stored document when the
+        new one is None; so keys absent from ``payload`` are sent as None (Chroma deletes them), and
+        rows whose document must go away are deleted and re-added (not atomic for those rows).
+        """
+        if not records:
+            return
+        vectors = [r.checked_vector().tolist() for r in records]  # RecordError for missing/NaN vectors
+        col = self._writer()
+        client = self._write_client
+        step = max(int(client.get_max_batch_size()) if hasattr(client, "get_max_batch_size") else 1000, 1)
+        for start in range(0, len(records), step):
+            chunk = records[start : start + step]
+            ids = [r.id for r in chunk]
+            stored = self._call("get", col.get, ids=ids, include=["metadatas", "documents"])
+            found = stored["ids"]
+            metas = stored.get("metadatas") or [None] * len(found)
+            docs = stored.get("documents") or [None] * len(found)
+            old = {i: (m or {}, d) for i, m, d in zip(found, metas, docs, strict=True)}
+            drop = [r.id for r in chunk if r.text is None and old.get(r.id, ({}, None))[1] is not None]
+            if drop:
+                self._call("delete", col.delete, ids=drop)
+                for record_id in drop:
+                    old.pop(record_id)
+            metadatas: list[dict[str, Any] | None] = []
+            for r in chunk:
+                meta = {key: None for key in old.get(r.id, ({}, None))[0] if key not in r.payload}
+                meta.update(r.payload)
+                metadatas.append(meta or None)
+            documents = [r.text for r in chunk]
+            self._call(
+                "upsert",
+                col.upsert,
+                ids=ids,
+                embeddings=vectors[start : start + step],
+                metadatas=metadatas if any(m is not None for m in metadatas) else None,
+                documents=documents if any(d is not None for d in documents) else None,
+            )
+        self._drop_snapshot()
+
+    def close(self) -> None:
+        self._drop_snapshot()
+        for client in {id(c): c for c in (self._read_client, self._write_client) if c is not None}.values():
+            _close_client(client)
+        self._read_client = self._read_col = self._write_client = self._write_col = None
+
+
+def _close_client(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()
+
+
+def _metric(col: Any) -> str:
+    """The HNSW (or SPANN) distance space from the collection configuration, else legacy metadata."""
+    try:
+        config = col.configuration or {}
+    except Exception:
+        config = {}
+    for index in ("hnsw", "spann"):
+        space = (config.get(index) or {}).get("space")
+        if space:
+            return str(space)
+    space = (col.metadata or {}).get("hnsw:space")
+    return str(space) if space else "l2"

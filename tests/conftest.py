@@ -1,0 +1,101 @@
+"""Fixtures shared by the test suite."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import free_port
+
+
+def _chroma_executable() -> str | None:
+    candidate = Path(sys.executable).parent / ("chroma.exe" if os.name == "nt" else "chroma")
+    return str(candidate) if candidate.exists() else shutil.which("chroma")
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``chroma run`` server on a free local port; yields its base URL ``http://127.0.0.1:PORT``."""
+    executable = _chroma_executable()
+    if executable is None:
+        pytest.skip("the `chroma` executable is not installed (pip install 'vdbguard[chroma]')")
+    workdir = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = workdir / "server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [executable, "run", "--path", str(workdir / "data"), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"chroma server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"chroma server did not answer within 30 s:\n{log_path.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One attack-model cache for the session, also seen by CLI runs through VDBGUARD_CACHE_DIR."""
+    cache = tmp_path_factory.mktemp("vdbguard-cache")
+    previous = os.environ.get("VDBGUARD_CACHE_DIR")
+    os.environ["VDBGUARD_CACHE_DIR"] = str(cache)
+    yield cache
+    if previous is None:
+        os.environ.pop("VDBGUARD_CACHE_DIR", None)
+    else:
+        os.environ["VDBGUARD_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from vdbguard.embedders import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def small_attacks(embedder, model_cache: Path):
+    """Both default attacks trained on the small profile with the real MiniLM embedder (cached)."""
+    from vdbguard.attacks import DEFAULT_ATTACKS
+    from vdbguard.training import trained_attacks
+
+    return trained_attacks(embedder, DEFAULT_ATTACKS, profile="small", cache_dir=model_cache)
+
+
+@pytest.fixture(scope="session")
+def pii_store(tmp_path_factory: pytest.TempPathFactory, embedder) -> tuple[Path, str, dict[str, bool]]:
+    """An embedded Chroma store of 120 held-out notes, half with PII; returns (path, collection, truth)."""
+    from vdbguard.demo import build_demo_store
+
+    path = tmp_path_factory.mktemp("pii-store") / "store"
+    truth = build_demo_store(path, 120, embedder)
+    return path, "demo_notes", truth

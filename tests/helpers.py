@@ -1,0 +1,47 @@
+"""Test helpers shared across test modules (plain functions; fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+
+from vdbguard.records import VectorRecord
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_records(n: int, dim: int, seed: int, *, collection: str = "") -> list[VectorRecord]:
+    """``n`` records with random float32 vectors, a document and a small metadata dict each."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    groups = ("alpha", "beta", "gamma")
+    return [
+        VectorRecord(
+            id=f"rec-{seed}-{i:05d}",
+            vector=vectors[i],
+            payload={"idx": i, "group": groups[i % len(groups)], "score": round(float(rng.random()), 6)},
+            text=f"document {i} of seed {seed}: {groups[i % len(groups)]} notes",
+            collection=collection,
+        )
+        for i in range(n)
+    ]
+
+
+def make_chroma_store(
+    path: str | Path, collection: str, n: int, dim: int, seed: int, *, metric: str = "l2"
+) -> list[VectorRecord]:
+    """Write ``n`` random records into an embedded Chroma store at ``path`` (created if missing)
+    through the connector's upsert, and return the records written."""
+    from connectors.chroma import ChromaConnector
+
+    records = make_records(n, dim, seed, collection=collection)
+    with ChromaConnector(collection=collection, path=path, create=True, metric=metric) as connector:
+        connector.upsert(records)
+    return records

@@ -1,0 +1,78 @@
+"""Attacks train on the real embedder, generalise to held-out text, and come back from the cache."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vdbguard.attacks import DEFAULT_ATTACKS, attack_classes
+from vdbguard.attacks.bag_of_words import BagOfWordsInversion, content_words
+from vdbguard.attacks.pii_probe import PiiProbeAttack
+from vdbguard.corpus import synthetic_clean, synthetic_pii
+from vdbguard.pii import PiiType
+from vdbguard.training import trained_attacks
+
+
+def by_name(attacks, name):
+    return next(a for a in attacks if a.name == name)
+
+
+def test_entry_points_register_both_attacks() -> None:
+    assert set(DEFAULT_ATTACKS) <= set(attack_classes())
+
+
+def test_probes_separate_held_out_pii_from_clean(small_attacks, embedder) -> None:
+    probe = by_name(small_attacks, "pii-probe")
+    pii = synthetic_pii(80, seed=4242)
+    clean = synthetic_clean(80, seed=4242)
+    scores = probe.probabilities(embedder.encode([t.text for t in pii + clean]))
+    any_type = np.max(np.stack(list(scores.values())), axis=0)
+    recall = (any_type[:80] >= probe.threshold).mean()
+    false_positives = (any_type[80:] >= probe.threshold).mean()
+    assert recall >= 0.8, recall
+    assert false_positives <= 0.15, false_positives
+    assert probe.metrics()[f"auc_{PiiType.EMAIL.value}"] > 0.9
+
+
+def test_bag_of_words_recovers_words_of_held_out_text(small_attacks, embedder) -> None:
+    inverter = by_name(small_attacks, "bag-of-words")
+    texts = [t.text for t in synthetic_clean(60, seed=777)]
+    inferences = inverter.infer(embedder.encode(texts))
+    hits = sum(
+        len(set(inf.recovered_text.split()) & set(content_words(t))) for t, inf in zip(texts, inferences, strict=True)
+    )
+    recovered = sum(len(inf.recovered_text.split()) for inf in inferences)
+    assert recovered > 0
+    assert hits / recovered >= 0.4, "most recovered words should really be in the text"
+    assert 0.0 < inverter.threshold < 1.0
+
+
+def test_second_call_loads_from_cache_without_training(
+    small_attacks, embedder, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_training(*args, **kwargs):
+        raise AssertionError("retrained although a cached model exists")
+
+    monkeypatch.setattr(PiiProbeAttack, "fit", no_training)
+    monkeypatch.setattr(BagOfWordsInversion, "fit", no_training)
+    again = trained_attacks(embedder, DEFAULT_ATTACKS, profile="small", cache_dir=model_cache)
+    vectors = embedder.encode(["Call Jane Doe at 415-555-0142 about her claim."])
+    for fresh, cached in zip(small_attacks, again, strict=True):
+        assert fresh.infer(vectors) == cached.infer(vectors)
+    models = list((model_cache / "models" / embedder.fingerprint).iterdir())
+    assert {m.name.split("-v")[0] for m in models} == set(DEFAULT_ATTACKS)
+
+
+def test_save_load_round_trip(small_attacks, tmp_path: Path, embedder) -> None:
+    vectors = embedder.encode(["Patient John Carter takes metformin for type 2 diabetes."])
+    for attack in small_attacks:
+        attack.save(tmp_path / attack.name)
+        loaded = type(attack).load(tmp_path / attack.name)
+        assert loaded.infer(vectors) == attack.infer(vectors)
+        assert loaded.metrics() == attack.metrics()
+
+
+def test_unnormalised_vectors_give_the_same_answer(small_attacks, embedder) -> None:
+    vectors = embedder.encode(["Email sarah.lee@example.com the signed contract."])
+    for attack in small_attacks:
+        assert attack.infer(vectors * 7.5) == attack.infer(vectors)

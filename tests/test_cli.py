@@ -1,0 +1,138 @@
+"""The command line as a user meets it: exit codes, reports, clear errors, no tracebacks."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.helpers import free_port, make_chroma_store
+from vdbguard.cli import main
+from vdbguard.reports.schema import Report
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def store_checksums(path: Path) -> dict[str, str]:
+    return {
+        str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(path.rglob("*"))
+        if f.is_file()
+    }
+
+
+@pytest.fixture
+def scan_args(pii_store, small_attacks) -> list[str]:
+    path, collection, _ = pii_store
+    return [
+        "scan",
+        "--connector",
+        "chroma",
+        "--path",
+        str(path),
+        "--collection",
+        collection,
+        "--profile",
+        "small",
+    ]
+
+
+def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store, tmp_path: Path) -> None:
+    before = store_checksums(pii_store[0])
+    code, output = run(*scan_args, "--out", str(tmp_path))
+    assert code == 1, output
+    report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    assert report.schema_version == "1.0" and report.masked
+    assert report.summary.records_scanned == len(pii_store[2])
+    assert report.findings
+    markdown = (tmp_path / "report.md").read_text()
+    assert "## Findings" in markdown and report.findings[0].record_id in markdown
+    assert store_checksums(pii_store[0]) == before, "a scan must leave the store byte-identical"
+
+
+def test_reports_never_contain_the_stored_pii_unless_asked(scan_args, pii_store, tmp_path: Path) -> None:
+    from connectors.chroma import ChromaConnector
+    from vdbguard.detectors.presidio import PresidioDetector
+
+    run(*scan_args, "--out", str(tmp_path / "masked"), "--fail-on", "never")
+    masked = (tmp_path / "masked" / "report.json").read_text() + (tmp_path / "masked" / "report.md").read_text()
+    detector = PresidioDetector()
+    with ChromaConnector(collection=pii_store[1], path=pii_store[0]) as connector:
+        values = {
+            d.value
+            for batch in connector.iter_batches()
+            for record in batch.records
+            for d in detector.detect(record.text or "")
+            if len(d.value) > 3
+        }
+    assert values
+    assert not [v for v in values if v in masked]
+
+
+def test_fail_on_thresholds(scan_args, tmp_path: Path) -> None:
+    assert run(*scan_args, "--out", str(tmp_path), "--fail-on", "never")[0] == 0
+    report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    worst = max(f.severity.rank for f in report.findings)
+    above = ["low", "medium", "high", "critical"][worst + 1 :]
+    for level in above:
+        assert run(*scan_args, "--out", str(tmp_path), "--fail-on", level)[0] == 0
+    assert run(*scan_args, "--out", str(tmp_path), "--fail-on", "low")[0] == 1
+
+
+def test_scan_resumes_from_state_file(scan_args, tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    run(*scan_args, "--out", str(tmp_path / "a"), "--state", str(state), "--batch-size", "50")
+    assert json.loads(state.read_text())["done"] is True
+    code, _ = run(*scan_args, "--out", str(tmp_path / "b"), "--state", str(state), "--batch-size", "50")
+    assert code == 1
+    a = json.loads((tmp_path / "a" / "report.json").read_text())
+    b = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert a["findings"] == b["findings"]
+
+
+def test_missing_collection_is_a_clear_error(pii_store) -> None:
+    code, output = run("scan", "--connector", "chroma", "--path", str(pii_store[0]), "--collection", "nope")
+    assert code == 2
+    assert "nope" in output and "Traceback" not in output and "demo_notes" in output
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    url = f"http://user:s3cret@127.0.0.1:{free_port()}"
+    code, output = run("scan", "--connector", "chroma", "--url", url, "--collection", "notes")
+    assert code == 2
+    assert "Traceback" not in output and "s3cret" not in output
+
+
+def test_dimension_mismatch_is_refused(tmp_path: Path, model_cache: Path) -> None:
+    make_chroma_store(tmp_path / "store", "small_vectors", n=5, dim=16, seed=1)
+    code, output = run(
+        "scan", "--connector", "chroma", "--path", str(tmp_path / "store"), "--collection", "small_vectors"
+    )
+    assert code == 2
+    assert "16-d" in output and "384-d" in output and "--embedder" in output
+
+
+def test_path_and_url_are_mutually_exclusive() -> None:
+    code, output = run("scan", "--connector", "chroma", "--collection", "x")
+    assert code == 2 and "exactly one of --path" in output
+
+
+def test_unknown_connector() -> None:
+    code, output = run("scan", "--connector", "nosuchdb", "--path", ".", "--collection", "x")
+    assert code == 2 and "chroma" in output
+
+
+def test_attacks_and_connectors_list() -> None:
+    code, output = run("attacks", "list")
+    assert code == 0 and output.split() == ["bag-of-words", "pii-probe"]
+    code, output = run("connectors", "list")
+    assert code == 0 and "chroma" in output and "yes" in output
+
+
+def test_report_schema_doc_is_current() -> None:
+    committed = json.loads((Path(__file__).parent.parent / "docs" / "report-schema.json").read_text())
+    assert committed == Report.model_json_schema(), "regenerate: python -m vdbguard.reports.schema_doc"

@@ -1,0 +1,23 @@
+"""Attack plugins, found through the ``vdbguard.attacks`` entry point group."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+from vdbguard.attacks.base import Attack, Inference
+from vdbguard.errors import VdbguardError
+
+__all__ = ["DEFAULT_ATTACKS", "Attack", "Inference", "attack_classes", "load_attack_class"]
+
+DEFAULT_ATTACKS = ("pii-probe", "bag-of-words")
+
+
+def attack_classes() -> dict[str, type[Attack]]:
+    return {ep.name: ep.load() for ep in entry_points(group="vdbguard.attacks")}
+
+
+def load_attack_class(name: str) -> type[Attack]:
+    classes = attack_classes()
+    if name not in classes:
+        raise VdbguardError(f"unknown attack {name!r}", f"choose from: {', '.join(sorted(classes))}")
+    return classes[name]

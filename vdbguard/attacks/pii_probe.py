@@ -1,0 +1,96 @@
+"""Attribute-inference probes: does the text behind this vector contain a name, an email, an SSN...?
+
+One logistic-regression probe per PII type on the embedding, Platt-calibrated on held-out rows so
+its score reads as a probability. Linear probes read such attributes from sentence embeddings
+almost perfectly, which is exactly the leak (cf. Song & Raghunathan 2020; SPARSE).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.corpus import LabelledText
+from vdbguard.pii import PROBED_TYPES, PiiType
+
+MIN_POSITIVES = 10
+
+
+class PiiProbeAttack(Attack):
+    name: ClassVar[str] = "pii-probe"
+    description: ClassVar[str] = "calibrated linear probe per PII type: P(source text contains it)"
+
+    def __init__(self, threshold: float = 0.5, regularisation: float = 4.0, seed: int = 0) -> None:
+        self.threshold = threshold
+        self.regularisation = regularisation
+        self.seed = seed
+        # per type: weights (d,), bias, platt slope, platt intercept
+        self.probes: dict[PiiType, tuple[np.ndarray, float, float, float]] = {}
+        self._metrics: dict[str, float] = {}
+
+    def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
+        labelled = [i for i, item in enumerate(items) if item.source != "user"]  # user texts carry no labels
+        items = [items[i] for i in labelled]
+        x = l2_normalise(embeddings[labelled])
+        order = np.random.default_rng(self.seed).permutation(len(items))
+        cut = int(len(items) * 0.8)
+        train, calibration = order[:cut], order[cut:]
+        for pii_type in PROBED_TYPES:
+            y = np.array([pii_type in item.pii for item in items])
+            if y[train].sum() < MIN_POSITIVES or y[calibration].sum() < 2 or y[calibration].all():
+                continue
+            probe = LogisticRegression(C=self.regularisation, max_iter=2000).fit(x[train], y[train])
+            weights, bias = probe.coef_[0].astype(np.float32), float(probe.intercept_[0])
+            scores = x[calibration] @ weights + bias
+            platt = LogisticRegression(C=1e4).fit(scores[:, None], y[calibration])
+            self.probes[pii_type] = (weights, bias, float(platt.coef_[0, 0]), float(platt.intercept_[0]))
+            self._metrics[f"auc_{pii_type.value}"] = round(float(roc_auc_score(y[calibration], scores)), 4)
+            if progress:
+                progress(1)
+
+    def probabilities(self, vectors: np.ndarray) -> dict[PiiType, np.ndarray]:
+        x = l2_normalise(vectors)
+        result = {}
+        for pii_type, (weights, bias, slope, intercept) in self.probes.items():
+            logits = slope * (x @ weights + bias) + intercept
+            result[pii_type] = 1.0 / (1.0 + np.exp(-logits))
+        return result
+
+    def infer(self, vectors: np.ndarray) -> list[Inference]:
+        probabilities = self.probabilities(vectors)
+        return [
+            Inference(type_scores={t: round(float(p[row]), 4) for t, p in probabilities.items()})
+            for row in range(len(vectors))
+        ]
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self._metrics)
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        types = list(self.probes)
+        np.savez(
+            directory / "probes.npz",
+            weights=np.stack([self.probes[t][0] for t in types]),
+            params=np.array([self.probes[t][1:] for t in types], dtype=np.float64),
+        )
+        config = {"threshold": self.threshold, "types": [t.value for t in types], "metrics": self._metrics}
+        (directory / "config.json").write_text(json.dumps(config))
+
+    @classmethod
+    def load(cls, directory: Path) -> PiiProbeAttack:
+        config = json.loads((directory / "config.json").read_text())
+        arrays = np.load(directory / "probes.npz")
+        attack = cls(threshold=config["threshold"])
+        for i, value in enumerate(config["types"]):
+            bias, slope, intercept = (float(v) for v in arrays["params"][i])
+            attack.probes[PiiType(value)] = (arrays["weights"][i], bias, slope, intercept)
+        attack._metrics = config["metrics"]
+        return attack

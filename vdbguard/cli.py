@@ -1,0 +1,236 @@
+"""The ``vdbguard`` command. Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or connection error."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
+from vdbguard.errors import VdbguardError
+from vdbguard.reports.schema import Report, Severity
+from vdbguard.reports.writers import write_json, write_markdown
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+console = Console(stderr=True)
+
+
+def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn vdbguard errors into one clear line and exit code 2, never a traceback."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except VdbguardError as exc:
+            console.print(f"[bold red]error:[/] {exc.message}")
+            if exc.hint:
+                console.print(f"[yellow]hint:[/] {exc.hint}")
+            sys.exit(EXIT_ERROR)
+
+    return wrapper
+
+
+def fail_on_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--fail-on",
+        type=click.Choice([s.value for s in Severity] + ["never"]),
+        default=default,
+        show_default=True,
+        help="Exit 1 when a finding is at least this severe ('never': always exit 0 after a scan).",
+    )
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    if fail_on == "never":
+        return EXIT_CLEAN
+    threshold = Severity(fail_on).rank
+    return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.findings) else EXIT_CLEAN
+
+
+def print_summary(report: Report) -> None:
+    s = report.summary
+    table = Table(title=f"vdbguard: {report.target.collection} ({report.target.connector})")
+    table.add_column("")
+    table.add_column("records", justify="right")
+    table.add_row("scanned", str(s.records_scanned))
+    table.add_row("flagged", str(s.records_flagged))
+    table.add_row("skipped (bad records)", str(s.records_skipped))
+    for severity in reversed(Severity):
+        table.add_row(f"  {severity.value}", str(s.by_severity.get(severity.value, 0)))
+    for pii_type, count in sorted(s.by_pii_type.items()):
+        table.add_row(f"  {pii_type}", str(count))
+    Console().print(table)
+
+
+def write_reports(report: Report, out: Path) -> None:
+    write_json(report, out / "report.json")
+    write_markdown(report, out / "report.md")
+    console.print(f"reports written to {out / 'report.json'} and {out / 'report.md'}")
+
+
+@click.group()
+@click.version_option(package_name="vdbguard")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details (never secrets).")
+def main(verbose: bool) -> None:
+    """Find privacy leaks in vector databases: attack the stored vectors, report what leaks."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    for noisy in ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def _connector_options(option: tuple[str, ...]) -> dict[str, str]:
+    options = {}
+    for item in option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
+        options[key] = value
+    return options
+
+
+@main.command()
+@click.option("--connector", "connector_name", required=True, help="Store type; see `vdbguard connectors list`.")
+@click.option("--collection", required=True, help="Collection (index, class) to scan.")
+@click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store.")
+@click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000.")
+@click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable).")
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
+@click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted scan resumes.")
+@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@click.option("--show-pii", is_flag=True, help="Do not mask recovered values in reports (handle as PII!).")
+@fail_on_option("low")
+@friendly_errors
+def scan(
+    connector_name: str,
+    collection: str,
+    path: Path | None,
+    url: str | None,
+    option: tuple[str, ...],
+    embedder: str,
+    out: Path,
+    batch_size: int,
+    state: Path | None,
+    profile: str,
+    show_pii: bool,
+    fail_on: str,
+) -> None:
+    """Scan one collection and write report.json and report.md to --out."""
+    from connectors import load_connector
+    from vdbguard.progress import RichProgress
+    from vdbguard.scan import scan_collection
+
+    if (path is None) == (url is None):
+        raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
+    connector_cls = load_connector(connector_name)
+    settings: dict[str, Any] = {"collection": collection, **_connector_options(option)}
+    settings.update({"path": path} if path is not None else {"url": url})
+    with connector_cls(**settings) as connector, RichProgress(console) as progress:
+        report = scan_collection(
+            connector,
+            connector_name=connector_name,
+            location=str(path or url),
+            embedder=Embedder(embedder),
+            profile=profile,
+            batch_size=batch_size,
+            state_path=state,
+            mask_pii=not show_pii,
+            progress=progress,
+        )
+    write_reports(report, out)
+    print_summary(report)
+    sys.exit(exit_code(report, fail_on))
+
+
+@main.command()
+@click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
+@click.option("--records", type=click.IntRange(20, 100_000), default=2000, show_default=True)
+@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@fail_on_option("never")
+@friendly_errors
+def demo(out: Path, records: int, profile: str, fail_on: str) -> None:
+    """Build an embedded Chroma store with known PII, scan it, and score the scan against the truth."""
+    from connectors.chroma import ChromaConnector
+    from vdbguard.demo import DEMO_COLLECTION, build_demo_store, demo_metrics
+    from vdbguard.progress import RichProgress
+    from vdbguard.scan import scan_collection
+
+    embedder = Embedder()
+    store = out / "store"
+    with RichProgress(console) as progress:
+        truth = build_demo_store(store, records, embedder, progress=progress)
+        with ChromaConnector(collection=DEMO_COLLECTION, path=store) as connector:
+            report = scan_collection(
+                connector,
+                connector_name="chroma",
+                location=str(store),
+                embedder=embedder,
+                profile=profile,
+                progress=progress,
+            )
+    write_reports(report, out)
+    (out / "ground-truth.json").write_text(json.dumps(truth, indent=0))
+    metrics = demo_metrics(report, truth)
+    (out / "demo-metrics.json").write_text(json.dumps(asdict(metrics), indent=2))
+    print_summary(report)
+    table = Table(title="Demo scored against ground truth (the scan never saw it)")
+    for column in ("", "records", "flagged", "rate"):
+        table.add_column(column, justify="right")
+    table.add_row("with PII", str(metrics.pii_records), str(metrics.flagged_pii), f"{metrics.recall:.1%} recall")
+    table.add_row(
+        "clean",
+        str(metrics.clean_records),
+        str(metrics.flagged_clean),
+        f"{metrics.false_positive_rate:.1%} false positives",
+    )
+    table.caption = f"precision {metrics.precision:.1%}"
+    Console().print(table)
+    sys.exit(exit_code(report, fail_on))
+
+
+@main.group()
+def attacks() -> None:
+    """Attack plugins."""
+
+
+@attacks.command("list")
+def attacks_list() -> None:
+    """Print one attack name per line."""
+    from vdbguard.attacks import attack_classes
+
+    for name in sorted(attack_classes()):
+        click.echo(name)
+
+
+@main.group()
+def connectors() -> None:
+    """Store connectors."""
+
+
+@connectors.command("list")
+def connectors_list() -> None:
+    """Show each connector, the extra that provides it, and whether it is installed."""
+    from connectors import available_connectors
+
+    table = Table()
+    for column in ("connector", "extra", "installed", "install with"):
+        table.add_column(column)
+    for entry in available_connectors():
+        table.add_row(
+            entry.name,
+            entry.extra,
+            "yes" if entry.installed else "no",
+            f"pip install 'vdbguard[{entry.extra}]'",
+        )
+    Console().print(table)

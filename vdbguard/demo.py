@@ -1,0 +1,85 @@
+"""The demo: an embedded Chroma store where we know which records hold PII, scanned like any other.
+
+Demo texts are held out from attack training: other Faker seed, other half of the human corpus.
+The ground truth stays outside the store; the scan sees vectors and payloads only.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from vdbguard.corpus import human_sentences, synthetic_clean, synthetic_pii
+from vdbguard.embedders import Embedder
+from vdbguard.progress import ProgressSink, Silent
+from vdbguard.records import VectorRecord
+from vdbguard.reports.schema import Report
+
+DEMO_COLLECTION = "demo_notes"
+DEMO_SEED = 1_000_003
+
+
+@dataclass(frozen=True)
+class DemoMetrics:
+    pii_records: int
+    flagged_pii: int
+    clean_records: int
+    flagged_clean: int
+
+    @property
+    def recall(self) -> float:
+        return self.flagged_pii / max(self.pii_records, 1)
+
+    @property
+    def false_positive_rate(self) -> float:
+        return self.flagged_clean / max(self.clean_records, 1)
+
+    @property
+    def precision(self) -> float:
+        return self.flagged_pii / max(self.flagged_pii + self.flagged_clean, 1)
+
+
+def demo_texts(n_records: int, seed: int = DEMO_SEED) -> list[tuple[str, bool]]:
+    """Half PII sentences, a quarter clean look-alikes, a quarter human-written lines; shuffled."""
+    n_pii = n_records // 2
+    n_human = min((n_records - n_pii) // 2, len(human_sentences("holdout")))
+    rng = random.Random(seed)
+    texts = [(item.text, True) for item in synthetic_pii(n_pii, seed=seed)]
+    texts += [(item.text, False) for item in synthetic_clean(n_records - n_pii - n_human, seed=seed)]
+    texts += [(text, False) for text in rng.sample(human_sentences("holdout"), n_human)]
+    rng.shuffle(texts)
+    return texts
+
+
+def build_demo_store(
+    store: Path, n_records: int, embedder: Embedder, progress: ProgressSink | None = None
+) -> dict[str, bool]:
+    """Write the demo collection to an embedded Chroma store; returns record id -> holds PII."""
+    from connectors.chroma import ChromaConnector
+
+    progress = progress or Silent()
+    texts = demo_texts(n_records)
+    with progress.task("Embedding demo records", len(texts)) as advance:
+        vectors = embedder.encode([text for text, _ in texts], progress=advance)
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    records = [
+        VectorRecord(id=f"note-{i:05d}", vector=vector, payload={"kind": "note"}, text=text)
+        for i, ((text, _), vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
+    with ChromaConnector(collection=DEMO_COLLECTION, path=store, create=True) as connector:
+        for start in range(0, len(records), 500):
+            connector.upsert(records[start : start + 500])
+    return {record.id: has_pii for record, (_, has_pii) in zip(records, texts, strict=True)}
+
+
+def demo_metrics(report: Report, truth: dict[str, bool]) -> DemoMetrics:
+    flagged = {finding.record_id for finding in report.findings}
+    return DemoMetrics(
+        pii_records=sum(truth.values()),
+        flagged_pii=sum(1 for rid, pii in truth.items() if pii and rid in flagged),
+        clean_records=sum(1 for pii in truth.values() if not pii),
+        flagged_clean=sum(1 for rid, pii in truth.items() if not pii and rid in flagged),
+    )

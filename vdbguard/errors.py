@@ -1,0 +1,38 @@
+"""Errors that tell the user what went wrong and what to do next."""
+
+from __future__ import annotations
+
+
+class VdbguardError(Exception):
+    """Base error. ``hint`` says what the user can do about it."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class MissingExtraError(VdbguardError):
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} needs the '{extra}' extra", f"pip install 'vdbguard[{extra}]'")
+
+
+class ConnectorError(VdbguardError):
+    """The store could not be reached or read (bad URL, credentials, missing collection)."""
+
+
+class CollectionNotFoundError(ConnectorError):
+    pass
+
+
+class RecordError(VdbguardError):
+    """One record is unusable; the scan reports it and moves on."""
+
+    def __init__(self, record_id: str, field: str, problem: str) -> None:
+        super().__init__(f"record {record_id!r}: field {field!r} {problem}")
+        self.record_id = record_id
+        self.field = field
+        self.problem = problem

@@ -1,0 +1,28 @@
+"""The PII types vdbguard reasons about, and how bad each one is to leak."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class PiiType(str, Enum):
+    PERSON = "PERSON"
+    EMAIL = "EMAIL"
+    PHONE = "PHONE"
+    SSN = "SSN"
+    ADDRESS = "ADDRESS"
+    DATE_OF_BIRTH = "DATE_OF_BIRTH"
+    MEDICAL = "MEDICAL"
+    CREDIT_CARD = "CREDIT_CARD"
+    ACCOUNT_NUMBER = "ACCOUNT_NUMBER"
+
+
+PROBED_TYPES: tuple[PiiType, ...] = (
+    PiiType.PERSON,
+    PiiType.EMAIL,
+    PiiType.PHONE,
+    PiiType.SSN,
+    PiiType.ADDRESS,
+    PiiType.DATE_OF_BIRTH,
+    PiiType.MEDICAL,
+)

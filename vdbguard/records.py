@@ -1,0 +1,41 @@
+"""The unit every connector yields and every attack consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vdbguard.errors import RecordError
+
+
+@dataclass(slots=True)
+class VectorRecord:
+    id: str
+    vector: np.ndarray | None
+    payload: dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
+    collection: str = ""
+    namespace: str | None = None
+
+    def checked_vector(self, dimension: int | None = None) -> np.ndarray:
+        """The vector as float32, or a RecordError naming this record and what is wrong with it."""
+        if self.vector is None:
+            raise RecordError(self.id, "vector", "is missing")
+        vector = np.asarray(self.vector, dtype=np.float32)
+        if vector.ndim != 1 or vector.size == 0:
+            raise RecordError(self.id, "vector", f"has shape {vector.shape}, expected a flat list of floats")
+        if dimension is not None and vector.size != dimension:
+            raise RecordError(self.id, "vector", f"has dimension {vector.size} but the embedder produces {dimension}")
+        if not np.all(np.isfinite(vector)):
+            raise RecordError(self.id, "vector", "contains NaN or infinite values")
+        return vector
+
+
+@dataclass(slots=True)
+class Batch:
+    """A page of records. Passing ``cursor`` as ``resume_from`` continues right after this page."""
+
+    records: list[VectorRecord]
+    cursor: str | None

@@ -1,0 +1,105 @@
+"""The versioned report schema. ``docs/report-schema.json`` is generated from these models.
+
+Bump SCHEMA_VERSION's major part for any change that could break a consumer.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = "1.0"
+
+
+class Severity(str, Enum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+
+class Evidence(BaseModel):
+    """One attack's reason to believe a record leaks one PII type."""
+
+    attack: str = Field(description="attack plugin name, e.g. 'pii-probe' or 'bag-of-words'")
+    pii_type: str
+    score: float = Field(description="the attack's score; flagged because score >= threshold")
+    threshold: float
+    detail: str = Field(description="what the attack did, in words")
+    recovered: str | None = Field(default=None, description="the recovered value, masked unless --show-pii")
+
+
+class Finding(BaseModel):
+    record_id: str
+    collection: str
+    namespace: str | None = None
+    severity: Severity
+    pii_types: list[str]
+    evidence: list[Evidence]
+    recovered_words: list[str] = Field(default_factory=list, description="bag-of-words output, masked")
+    confirmed_by_source: dict[str, bool] | None = Field(
+        default=None,
+        description="for each flagged type, whether the record's stored text really contains it; "
+        "null when the record stores no text",
+    )
+    recovered_words_in_source: int | None = Field(
+        default=None, description="how many recovered words occur in the stored text"
+    )
+
+
+class RecordProblem(BaseModel):
+    record_id: str
+    field: str
+    problem: str
+
+
+class AttackInfo(BaseModel):
+    name: str
+    description: str
+    threshold: float
+    metrics: dict[str, float] = Field(description="held-out quality measured when the attack was trained")
+
+
+class Target(BaseModel):
+    connector: str
+    collection: str
+    location: str = Field(description="path or URL, credentials removed")
+    dimension: int | None
+    count: int
+    metric: str | None
+
+
+class EmbedderInfo(BaseModel):
+    name: str
+    fingerprint: str
+    dimension: int
+
+
+class Summary(BaseModel):
+    records_scanned: int
+    records_flagged: int
+    records_skipped: int
+    by_severity: dict[str, int]
+    by_pii_type: dict[str, int]
+    records_with_source_text: int
+    source_pii_records: int = Field(description="records whose stored text contains PII (detector)")
+    source_pii_flagged: int = Field(description="of those, how many an attack flagged from the vector alone")
+
+
+class Report(BaseModel):
+    schema_version: str = SCHEMA_VERSION
+    tool_version: str
+    created_at: datetime
+    target: Target
+    embedder: EmbedderInfo
+    attacks: list[AttackInfo]
+    masked: bool
+    summary: Summary
+    findings: list[Finding]
+    record_problems: list[RecordProblem]

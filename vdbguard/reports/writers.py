@@ -1,0 +1,105 @@
+"""Write a Report as report.json (machine-readable, versioned) and report.md (for people)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vdbguard.reports.schema import Report, Severity
+
+MAX_MARKDOWN_FINDINGS = 200
+
+
+def write_json(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.model_dump_json(indent=2))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    s, t = report.summary, report.target
+    lines = [
+        f"# vdbguard scan: `{t.collection}` ({t.connector})",
+        "",
+        f"Scanned {s.records_scanned} records at `{t.location}` on {report.created_at:%Y-%m-%d %H:%M} UTC "
+        f"with embedder `{report.embedder.name}` ({report.embedder.dimension}-d). "
+        f"**{s.records_flagged} records leak PII** through their vectors; {s.records_skipped} were skipped.",
+        "",
+    ]
+    if not report.masked:
+        lines += [
+            "> **Warning:** this report shows recovered PII unmasked (`--show-pii`). Handle it as PII.",
+            "",
+        ]
+    lines += ["## Summary", ""]
+    lines += _table(
+        ["severity", "records"],
+        [[sev.value, str(s.by_severity.get(sev.value, 0))] for sev in reversed(Severity)],
+    )
+    lines += [""]
+    lines += _table(["PII type", "records"], [[k, str(v)] for k, v in sorted(s.by_pii_type.items())])
+    if s.records_with_source_text:
+        lines += [
+            "",
+            f"Of {s.records_with_source_text} records that store their text, {s.source_pii_records} contain PII "
+            f"according to the detector; attacks flagged {s.source_pii_flagged} of those from the vector alone.",
+        ]
+    lines += ["", "## Attacks", ""]
+    lines += _table(
+        ["attack", "what it does", "threshold", "held-out quality"],
+        [
+            [a.name, a.description, f"{a.threshold:.2f}", ", ".join(f"{k}={v}" for k, v in a.metrics.items())]
+            for a in report.attacks
+        ],
+    )
+    findings = sorted(report.findings, key=lambda f: (-f.severity.rank, -max(e.score for e in f.evidence)))
+    lines += ["", f"## Findings ({len(findings)})", ""]
+    if len(findings) > MAX_MARKDOWN_FINDINGS:
+        lines += [f"The {MAX_MARKDOWN_FINDINGS} most severe are listed; report.json has all of them.", ""]
+    rows = []
+    for finding in findings[:MAX_MARKDOWN_FINDINGS]:
+        evidence = "; ".join(
+            f"{e.attack}: {e.pii_type} {e.score:.2f}≥{e.threshold:.2f}" + (f" `{e.recovered}`" if e.recovered else "")
+            for e in finding.evidence
+        )
+        confirmed = (
+            "n/a"
+            if finding.confirmed_by_source is None
+            else ", ".join(f"{k}:{'yes' if v else 'no'}" for k, v in finding.confirmed_by_source.items())
+        )
+        rows.append(
+            [
+                f"`{finding.record_id}`",
+                finding.severity.value,
+                ", ".join(finding.pii_types),
+                evidence,
+                " ".join(finding.recovered_words[:8]),
+                confirmed,
+            ]
+        )
+    lines += _table(["record", "severity", "PII", "evidence", "recovered words", "in stored text"], rows)
+    if report.record_problems:
+        lines += ["", f"## Records skipped ({len(report.record_problems)})", ""]
+        lines += _table(
+            ["record", "field", "problem"],
+            [[f"`{p.record_id}`", p.field, p.problem] for p in report.record_problems[:MAX_MARKDOWN_FINDINGS]],
+        )
+    lines += [
+        "",
+        "## What to do",
+        "",
+        "- Treat flagged vectors as the PII they encode: restrict access to the collection like the source documents.",
+        "- Protect vectors on the write path (noise, concept erasure, keyed transforms) before insert.",
+        "- Re-run this scan after changes; `--fail-on` makes it a CI or scheduled-job gate.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_markdown(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_markdown(report))

@@ -1,0 +1,83 @@
+"""One call from connector to Report: what the CLI, scheduled jobs and the demo all use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from connectors.base import Connector
+from vdbguard.attacks import DEFAULT_ATTACKS
+from vdbguard.detectors.presidio import PresidioDetector
+from vdbguard.embedders import Embedder
+from vdbguard.errors import VdbguardError
+from vdbguard.progress import ProgressSink
+from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
+from vdbguard.scanner import Scanner, summarise
+from vdbguard.training import TrainingProfile, trained_attacks
+
+
+def redact_location(location: str) -> str:
+    """A URL without user, password or query string, safe to print and to store in reports."""
+    parts = urlsplit(location)
+    if not parts.scheme or not parts.netloc:
+        return location
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def scan_collection(
+    connector: Connector,
+    *,
+    connector_name: str,
+    location: str,
+    embedder: Embedder,
+    attack_names: Sequence[str] = DEFAULT_ATTACKS,
+    profile: TrainingProfile | str = "default",
+    batch_size: int = 256,
+    state_path: Path | None = None,
+    mask_pii: bool = True,
+    progress: ProgressSink | None = None,
+) -> Report:
+    info = connector.describe()
+    if info.dimension is not None and info.dimension != embedder.dimension:
+        raise VdbguardError(
+            f"collection {info.name!r} stores {info.dimension}-d vectors but embedder {embedder.name!r} "
+            f"produces {embedder.dimension}-d ones",
+            "pass --embedder with the model that produced this collection",
+        )
+    attacks = trained_attacks(embedder, attack_names, profile=profile, progress=progress)
+    scanner = Scanner(attacks, PresidioDetector(), embedder.dimension, mask_pii=mask_pii)
+    safe_location = redact_location(location)
+    state = scanner.scan(
+        connector,
+        batch_size=batch_size,
+        state_path=state_path,
+        target=f"{connector_name}:{safe_location}:{info.name}",
+        total=info.count,
+        progress=progress,
+    )
+    return Report(
+        tool_version=version("vdbguard"),
+        created_at=datetime.now(timezone.utc),
+        target=Target(
+            connector=connector_name,
+            collection=info.name,
+            location=safe_location,
+            dimension=info.dimension,
+            count=info.count,
+            metric=info.metric,
+        ),
+        embedder=EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=embedder.dimension),
+        attacks=[
+            AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
+            for a in attacks
+        ],
+        masked=mask_pii,
+        summary=summarise(state),
+        findings=state.findings,
+        record_problems=state.problems,
+    )

@@ -1,0 +1,256 @@
+"""The engine: stream records from a connector, run every attack, detect PII, emit findings.
+
+Checkpointing: after each batch the findings so far and the connector's cursor are written to the
+state file in one atomic replace, so a scan killed at any point resumes from the last finished
+batch without skipping or double-counting a record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from connectors.base import Connector
+from vdbguard.attacks import Attack, Inference
+from vdbguard.detectors.base import Detection, Detector
+from vdbguard.errors import RecordError, VdbguardError
+from vdbguard.masking import mask_if
+from vdbguard.pii import PiiType
+from vdbguard.progress import ProgressSink, Silent
+from vdbguard.records import VectorRecord
+from vdbguard.reports.schema import Evidence, Finding, RecordProblem, Severity, Summary
+
+TYPE_SEVERITY: dict[PiiType, Severity] = {
+    PiiType.PERSON: Severity.MEDIUM,
+    PiiType.EMAIL: Severity.MEDIUM,
+    PiiType.PHONE: Severity.MEDIUM,
+    PiiType.ADDRESS: Severity.MEDIUM,
+    PiiType.DATE_OF_BIRTH: Severity.MEDIUM,
+    PiiType.SSN: Severity.HIGH,
+    PiiType.CREDIT_CARD: Severity.HIGH,
+    PiiType.ACCOUNT_NUMBER: Severity.HIGH,
+    PiiType.MEDICAL: Severity.HIGH,
+}
+TEXT_PAYLOAD_KEYS = ("text", "document", "content", "page_content", "body")
+STATE_VERSION = 1
+
+
+def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
+    """Worst type sets the base; a person linked to any other attribute, or PII recovered verbatim, is one worse."""
+    base = max((TYPE_SEVERITY[t] for t in pii_types), key=lambda s: s.rank, default=Severity.LOW)
+    linked = PiiType.PERSON in pii_types and len(pii_types) > 1
+    steps = int(linked) + int(recovered_verbatim)
+    return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
+
+
+def source_text(record: VectorRecord) -> str | None:
+    if record.text:
+        return record.text
+    for key in TEXT_PAYLOAD_KEYS:
+        value = record.payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+@dataclass
+class ScanState:
+    cursor: str | None = None
+    records_scanned: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[RecordProblem] = field(default_factory=list)
+    source_counts: Counter = field(default_factory=Counter)
+    done: bool = False
+    target: str = ""
+
+    def save(self, path: Path) -> None:
+        data = {
+            "version": STATE_VERSION,
+            "target": self.target,
+            "cursor": self.cursor,
+            "records_scanned": self.records_scanned,
+            "findings": [f.model_dump(mode="json") for f in self.findings],
+            "problems": [p.model_dump() for p in self.problems],
+            "source_counts": dict(self.source_counts),
+            "done": self.done,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+            json.dump(data, handle)
+        os.replace(handle.name, path)
+
+    @classmethod
+    def load(cls, path: Path, target: str) -> ScanState:
+        if not path.exists():
+            return cls(target=target)
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise VdbguardError(f"scan state {path} is corrupt: {exc}", "delete it to start over") from exc
+        if data.get("version") != STATE_VERSION or data.get("target") != target:
+            raise VdbguardError(
+                f"scan state {path} belongs to another scan ({data.get('target')!r})",
+                "use a different --state file, or delete this one to start over",
+            )
+        return cls(
+            cursor=data["cursor"],
+            records_scanned=data["records_scanned"],
+            findings=[Finding.model_validate(f) for f in data["findings"]],
+            problems=[RecordProblem.model_validate(p) for p in data["problems"]],
+            source_counts=Counter(data["source_counts"]),
+            done=data["done"],
+            target=target,
+        )
+
+
+class Scanner:
+    def __init__(
+        self, attacks: Sequence[Attack], detector: Detector, dimension: int | None, mask_pii: bool = True
+    ) -> None:
+        if not attacks:
+            raise VdbguardError("no attacks to run", "pass at least one --attack")
+        self.attacks = list(attacks)
+        self.detector = detector
+        self.dimension = dimension
+        self.mask_pii = mask_pii
+
+    def scan(
+        self,
+        connector: Connector,
+        *,
+        batch_size: int = 256,
+        state_path: Path | None = None,
+        target: str = "",
+        total: int | None = None,
+        progress: ProgressSink | None = None,
+    ) -> ScanState:
+        """Scan every record; resume from ``state_path`` if an earlier run of this scan left one."""
+        state = ScanState.load(state_path, target) if state_path else ScanState(target=target)
+        if state.done:
+            return state
+        progress = progress or Silent()
+        with progress.task("Scanning records", total) as advance:
+            advance(state.records_scanned)
+            for batch in connector.iter_batches(batch_size=batch_size, resume_from=state.cursor):
+                self._scan_batch(batch.records, state)
+                state.cursor = batch.cursor
+                if state_path:
+                    state.save(state_path)
+                advance(len(batch.records))
+        state.done = True
+        if state_path:
+            state.save(state_path)
+        return state
+
+    def _scan_batch(self, records: Sequence[VectorRecord], state: ScanState) -> None:
+        usable, vectors = [], []
+        for record in records:
+            try:
+                vectors.append(record.checked_vector(self.dimension))
+                usable.append(record)
+            except RecordError as exc:
+                state.problems.append(RecordProblem(record_id=exc.record_id, field=exc.field, problem=exc.problem))
+        state.records_scanned += len(records)
+        if not usable:
+            return
+        matrix = np.stack(vectors)
+        inferences = [attack.infer(matrix) for attack in self.attacks]
+        for row, record in enumerate(usable):
+            finding = self._finding(record, [per_attack[row] for per_attack in inferences], state)
+            if finding:
+                state.findings.append(finding)
+
+    def _finding(self, record: VectorRecord, inferences: list[Inference], state: ScanState) -> Finding | None:
+        evidence: list[Evidence] = []
+        recovered_words: list[str] = []
+        recovered_values: dict[PiiType, list[str]] = {}
+        for attack, inference in zip(self.attacks, inferences, strict=True):
+            for pii_type, score in inference.type_scores.items():
+                if score >= attack.threshold:
+                    evidence.append(
+                        Evidence(
+                            attack=attack.name,
+                            pii_type=pii_type.value,
+                            score=score,
+                            threshold=attack.threshold,
+                            detail=f"probe estimates P(text contains {pii_type.value}) = {score:.2f}",
+                        )
+                    )
+            if inference.recovered_text:
+                recovered_words += [word for word, _ in inference.recovered_tokens]
+                evidence += self._inversion_evidence(attack, inference, recovered_values)
+
+        text = source_text(record)
+        source_types: set[PiiType] = set()
+        if text is not None:
+            source_types = {d.pii_type for d in self.detector.detect(text)}
+            state.source_counts["with_text"] += 1
+            state.source_counts["with_pii"] += bool(source_types)
+        if not evidence:
+            return None
+        state.source_counts["with_pii_flagged"] += bool(source_types)
+
+        flagged = {PiiType(e.pii_type) for e in evidence}
+        lowered = text.lower() if text is not None else ""
+        verbatim = any(value.lower() in lowered for values in recovered_values.values() for value in values)
+        return Finding(
+            record_id=record.id,
+            collection=record.collection,
+            namespace=record.namespace,
+            severity=severity_of(flagged, recovered_verbatim=bool(text) and verbatim),
+            pii_types=sorted(t.value for t in flagged),
+            evidence=evidence,
+            recovered_words=[mask_if(word, self.mask_pii) for word in recovered_words],
+            confirmed_by_source=None if text is None else {t.value: t in source_types for t in sorted(flagged)},
+            recovered_words_in_source=None
+            if text is None
+            else sum(1 for word in set(recovered_words) if word in lowered),
+        )
+
+    def _inversion_evidence(
+        self, attack: Attack, inference: Inference, recovered_values: dict[PiiType, list[str]]
+    ) -> list[Evidence]:
+        word_scores = dict(inference.recovered_tokens)
+        evidence = []
+        for detection in self.detector.detect(inference.recovered_text):
+            score = _detection_score(detection, word_scores)
+            if score < attack.threshold:
+                continue
+            recovered_values.setdefault(detection.pii_type, []).append(detection.value)
+            evidence.append(
+                Evidence(
+                    attack=attack.name,
+                    pii_type=detection.pii_type.value,
+                    score=score,
+                    threshold=attack.threshold,
+                    detail=f"{detection.recognizer} found {detection.pii_type.value} in the recovered words",
+                    recovered=mask_if(detection.value, self.mask_pii),
+                )
+            )
+        return evidence
+
+
+def _detection_score(detection: Detection, word_scores: dict[str, float]) -> float:
+    """How sure the inverter was of the words the detector matched (the weakest of them)."""
+    words = [word_scores[w] for w in detection.value.lower().split() if w in word_scores]
+    return round(min(words), 4) if words else detection.score
+
+
+def summarise(state: ScanState) -> Summary:
+    return Summary(
+        records_scanned=state.records_scanned,
+        records_flagged=len(state.findings),
+        records_skipped=len(state.problems),
+        by_severity=dict(Counter(f.severity.value for f in state.findings)),
+        by_pii_type=dict(Counter(t for f in state.findings for t in f.pii_types)),
+        records_with_source_text=state.source_counts["with_text"],
+        source_pii_records=state.source_counts["with_pii"],
+        source_pii_flagged=state.source_counts["with_pii_flagged"],
+    )

@@ -1,0 +1,92 @@
+"""Train attacks on the project's corpus against one embedder, and cache them on disk.
+
+Cache key: the embedder's behavioural fingerprint, the corpus fingerprint, the attack's name and
+version. A second scan against the same embedder loads instead of retraining.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vdbguard.attacks import Attack, load_attack_class
+from vdbguard.corpus import LabelledText, build_corpus, corpus_fingerprint
+from vdbguard.embedders import Embedder
+from vdbguard.progress import ProgressSink, Silent
+
+
+@dataclass(frozen=True)
+class TrainingProfile:
+    n_pii: int
+    n_clean: int
+    seed: int = 0
+
+
+PROFILES: dict[str, TrainingProfile] = {
+    "default": TrainingProfile(n_pii=6000, n_clean=6000),
+    "small": TrainingProfile(n_pii=800, n_clean=800),
+}
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("VDBGUARD_CACHE_DIR")
+    base = Path(configured) if configured else Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "vdbguard"
+    return base.expanduser()
+
+
+def _embed_cached(
+    embedder: Embedder, corpus: Sequence[LabelledText], fingerprint: str, cache: Path, progress: ProgressSink
+) -> np.ndarray:
+    path = cache / "embeddings" / f"{embedder.fingerprint}-{fingerprint[:16]}.npy"
+    if path.exists():
+        return np.load(path)
+    with progress.task("Embedding training corpus", len(corpus)) as advance:
+        embeddings = embedder.encode([item.text for item in corpus], progress=advance)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+        np.save(handle, embeddings)
+    os.replace(handle.name, path)
+    return embeddings
+
+
+def trained_attacks(
+    embedder: Embedder,
+    attack_names: Sequence[str],
+    profile: TrainingProfile | str = "default",
+    user_texts: Sequence[str] = (),
+    cache_dir: Path | None = None,
+    progress: ProgressSink | None = None,
+) -> list[Attack]:
+    """Load each attack from the cache, training (and caching) the ones that are missing."""
+    profile = PROFILES[profile] if isinstance(profile, str) else profile
+    progress = progress or Silent()
+    cache = cache_dir or cache_root()
+    corpus = build_corpus(profile.n_pii, profile.n_clean, seed=profile.seed, user_texts=user_texts)
+    fingerprint = corpus_fingerprint(corpus)
+    embeddings: np.ndarray | None = None
+    attacks = []
+    for name in attack_names:
+        cls = load_attack_class(name)
+        directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{fingerprint[:16]}"
+        if (directory / "COMPLETE").exists():
+            attacks.append(cls.load(directory))
+            continue
+        if embeddings is None:
+            embeddings = _embed_cached(embedder, corpus, fingerprint, cache, progress)
+        attack = cls()
+        with progress.task(f"Training {name}", None) as advance:
+            attack.fit(corpus, embeddings, progress=advance)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=directory.parent))
+        attack.save(staging)
+        (staging / "COMPLETE").touch()
+        shutil.rmtree(directory, ignore_errors=True)
+        os.replace(staging, directory)
+        attacks.append(attack)
+    return attacks
