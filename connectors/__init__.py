@@ -19,6 +19,11 @@ class ConnectorEntry:
     problem: str | None = None
 
 
+def _extra_of(name: str) -> str:
+    """``qdrant-edge`` ships in the ``qdrant`` extra; every other connector's extra is its name."""
+    return name.partition("-")[0]
+
+
 def _entry_points() -> dict:
     return {ep.name: ep for ep in entry_points(group="vdbguard.connectors")}
 
@@ -32,7 +37,7 @@ def load_connector(name: str) -> type[Connector]:
     try:
         return registered[name].load()
     except ImportError as exc:
-        raise MissingExtraError(f"the {name} connector", name) from exc
+        raise MissingExtraError(f"the {name} connector", _extra_of(name)) from exc
 
 
 def available_connectors() -> list[ConnectorEntry]:
@@ -42,5 +47,5 @@ def available_connectors() -> list[ConnectorEntry]:
             cls = load_connector(name)
             entries.append(ConnectorEntry(name, cls.extra, True))
         except VdbguardError as exc:
-            entries.append(ConnectorEntry(name, name, False, str(exc)))
+            entries.append(ConnectorEntry(name, _extra_of(name), False, str(exc)))
     return entries

@@ -26,6 +26,7 @@ class Connector(ABC):
 
     ``iter_batches`` never writes to the store. Cursors are opaque strings: a cursor taken from a
     batch, passed back as ``resume_from`` (even in a new process), continues right after that batch.
+    Stores with namespaces (tenants, partitions) are read namespace by namespace, all of them.
     """
 
     name: ClassVar[str]
@@ -38,7 +39,12 @@ class Connector(ABC):
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]: ...
 
     @abstractmethod
-    def upsert(self, records: Sequence[VectorRecord]) -> None: ...
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        """Insert or fully replace records (payload keys absent from the new record are removed)."""
+
+    def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
+        """Create the collection if it does not exist (for hooks and ``protect``); never alters an existing one."""
+        raise NotImplementedError(f"the {self.name} connector cannot create collections")
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

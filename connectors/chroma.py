@@ -13,11 +13,13 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 from chromadb.errors import NotFoundError
 
 from connectors.base import CollectionInfo, Connector
+from connectors.retry import http_status_is_transient, with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
@@ -219,7 +221,9 @@ class ChromaConnector(Connector):
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            if self._path is not None:
+                return fn(*args, **kwargs)
+            return with_retries(lambda: fn(*args, **kwargs), is_transient=_transient, what=f"Chroma {what}")
         except VdbguardError:
             raise
         except Exception as exc:
@@ -232,6 +236,13 @@ class ChromaConnector(Connector):
         )
 
     # -- Connector API -------------------------------------------------------------------------
+
+    def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
+        if len(vector_names) > 1:
+            raise VdbguardError("Chroma stores one vector per record", "use one collection per vector name")
+        self.metric, self.create, self._write_col = metric, True, None
+        self._writer()
+        self._drop_snapshot()
 
     def describe(self) -> CollectionInfo:
         col = self._reader()
@@ -340,6 +351,14 @@ class ChromaConnector(Connector):
         for client in {id(c): c for c in (self._read_client, self._write_client) if c is not None}.values():
             _close_client(client)
         self._read_client = self._read_col = self._write_client = self._write_col = None
+
+
+def _transient(exc: BaseException) -> bool:
+    """Connection drops, timeouts and 429/5xx answers from a Chroma server are worth retrying."""
+    if isinstance(exc, httpx.TransportError):
+        return True
+    response = getattr(exc, "response", None)
+    return http_status_is_transient(getattr(response, "status_code", None))
 
 
 def _close_client(client: Any) -> None:

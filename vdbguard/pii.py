@@ -25,4 +25,6 @@ PROBED_TYPES: tuple[PiiType, ...] = (
     PiiType.ADDRESS,
     PiiType.DATE_OF_BIRTH,
     PiiType.MEDICAL,
+    PiiType.CREDIT_CARD,
+    PiiType.ACCOUNT_NUMBER,
 )

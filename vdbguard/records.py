@@ -12,12 +12,16 @@ from vdbguard.errors import RecordError
 
 @dataclass(slots=True)
 class VectorRecord:
+    """One stored point. ``vector`` is the one scanned; ``named_vectors`` holds every named vector a
+    multi-vector store keeps for the point (the connector's ``vector_name`` picks ``vector`` among them)."""
+
     id: str
     vector: np.ndarray | None
     payload: dict[str, Any] = field(default_factory=dict)
     text: str | None = None
     collection: str = ""
     namespace: str | None = None
+    named_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def checked_vector(self, dimension: int | None = None) -> np.ndarray:
         """The vector as float32, or a RecordError naming this record and what is wrong with it."""

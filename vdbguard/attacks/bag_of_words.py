@@ -39,13 +39,14 @@ def _model(dimension: int, vocabulary: int, hidden: int) -> nn.Module:
 class BagOfWordsInversion(Attack):
     name: ClassVar[str] = "bag-of-words"
     description: ClassVar[str] = "Song & Raghunathan 2020 multi-label inversion: ranked recovered words"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def __init__(
         self,
         max_vocabulary: int = 8000,
         hidden: int = 512,
         epochs: int = 15,
+        min_steps: int = 2000,
         max_words: int = 12,
         pii_word_threshold: float = 0.5,
         seed: int = 0,
@@ -53,6 +54,7 @@ class BagOfWordsInversion(Attack):
         self.max_vocabulary = max_vocabulary
         self.hidden = hidden
         self.epochs = epochs
+        self.min_steps = min_steps
         self.max_words = max_words
         self.seed = seed
         self.word_threshold = 0.3
@@ -84,7 +86,8 @@ class BagOfWordsInversion(Attack):
         optimiser = torch.optim.AdamW(self.network.parameters(), lr=2e-3, weight_decay=1e-4)
         loss_fn = nn.BCEWithLogitsLoss()
         generator = torch.Generator().manual_seed(self.seed)
-        for _ in range(self.epochs):
+        batches_per_epoch = -(-len(train_idx) // 128)
+        for _ in range(max(self.epochs, -(-self.min_steps // batches_per_epoch))):
             self.network.train()
             for batch in torch.randperm(len(train_idx), generator=generator).split(128):
                 rows = torch.from_numpy(train_idx)[batch]

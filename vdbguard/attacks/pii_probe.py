@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
@@ -26,6 +27,7 @@ MIN_POSITIVES = 10
 class PiiProbeAttack(Attack):
     name: ClassVar[str] = "pii-probe"
     description: ClassVar[str] = "calibrated linear probe per PII type: P(source text contains it)"
+    version: ClassVar[int] = 2
 
     def __init__(self, threshold: float = 0.5, regularisation: float = 4.0, seed: int = 0) -> None:
         self.threshold = threshold
@@ -60,7 +62,7 @@ class PiiProbeAttack(Attack):
         result = {}
         for pii_type, (weights, bias, slope, intercept) in self.probes.items():
             logits = slope * (x @ weights + bias) + intercept
-            result[pii_type] = 1.0 / (1.0 + np.exp(-logits))
+            result[pii_type] = expit(logits)
         return result
 
     def infer(self, vectors: np.ndarray) -> list[Inference]:
