@@ -1012,8 +1012,9 @@ def human_sentences(split: Split) -> list[str]:
     """Human-written English lines (chatterbot_corpus), filtered to be usable as clean text.
 
     Kept: 3-40 words, deduplicated case-insensitively, with no Faker first+last name pair, no person
-    spaCy's NER can see, no email- or phone-looking token and no medical term. ``train`` (~75%) and ``holdout`` (~25%) are disjoint by a hash
-    of the text, so the demo store never contains a line the attacks trained on.
+    spaCy's NER can see, no email- or phone-looking token and no medical term. ``train`` (~75%) and
+    ``holdout`` (~25%) are disjoint by a hash of the text, so the demo store never contains a line the
+    attacks trained on.
     """
     if split not in ("train", "holdout"):
         raise ValueError(f"split must be 'train' or 'holdout', got {split!r}")

@@ -229,9 +229,8 @@ def test_unreachable_host_fails_fast_and_clearly(backend: Backend) -> None:
     if kwargs is None:
         pytest.skip(f"{backend.id} is embedded")
     started = time.monotonic()
-    with pytest.raises(ConnectorError) as error:
-        with backend.connector("anything", **kwargs) as connector:
-            connector.describe()
+    with pytest.raises(ConnectorError) as error, backend.connector("anything", **kwargs) as connector:
+        connector.describe()
     assert time.monotonic() - started < 60
     assert "127.0.0.1" in str(error.value) or "localhost" in str(error.value)
 
@@ -240,9 +239,8 @@ def test_bad_credentials_are_a_clear_error_without_the_secret(backend: Backend, 
     kwargs = backend.bad_credentials_kwargs(standard[0])
     if kwargs is None:
         pytest.skip(f"{backend.id} has no credentials")
-    with pytest.raises(VdbguardError) as error:
-        with backend.connector(standard[0], **kwargs) as connector:
-            connector.describe()
+    with pytest.raises(VdbguardError) as error, backend.connector(standard[0], **kwargs) as connector:
+        connector.describe()
     message = str(error.value)
     assert "credential" in message.lower() or "api key" in message.lower() or "auth" in message.lower()
     for value in kwargs.values():
