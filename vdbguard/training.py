@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from vdbguard.attacks import Attack, load_attack_class
+from vdbguard.cache import cache_root
 from vdbguard.corpus import LabelledText, build_corpus, corpus_fingerprint
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
@@ -32,12 +33,6 @@ PROFILES: dict[str, TrainingProfile] = {
     "default": TrainingProfile(n_pii=6000, n_clean=6000),
     "small": TrainingProfile(n_pii=800, n_clean=800),
 }
-
-
-def cache_root() -> Path:
-    configured = os.environ.get("VDBGUARD_CACHE_DIR")
-    base = Path(configured) if configured else Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "vdbguard"
-    return base.expanduser()
 
 
 def _embed_cached(

@@ -34,6 +34,8 @@ class Attack(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     version: ClassVar[int] = 1
+    kind: ClassVar[str] = "inversion"  # "inversion" recovers text; "probe" scores attributes
+    strength: ClassVar[int] = 0  # `--attack strongest` picks the inversion attack with the highest
     threshold: float
 
     @abstractmethod

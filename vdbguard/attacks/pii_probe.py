@@ -28,6 +28,7 @@ class PiiProbeAttack(Attack):
     name: ClassVar[str] = "pii-probe"
     description: ClassVar[str] = "calibrated linear probe per PII type: P(source text contains it)"
     version: ClassVar[int] = 2
+    kind: ClassVar[str] = "probe"
 
     def __init__(self, threshold: float = 0.5, regularisation: float = 4.0, seed: int = 0) -> None:
         self.threshold = threshold

@@ -1,0 +1,111 @@
+"""Raw export throughput of each store vs the vdbguard connector over the same vectors, side by side.
+
+    python benchmarks/export.py --records 100000 --dim 384 [--stores chroma,qdrant,...]
+
+For each store: fill it once with the same random float32 vectors (plus a small payload), then time
+(a) a loop over the vendor client's own paging API and (b) ``Connector.iter_batches`` over the same
+data, same page size, alternating runs and keeping the best of ``--repeats``. Prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vdbguard.records import VectorRecord
+
+PAGE = 1000
+
+
+@dataclass
+class Store:
+    fill: Callable[[Path, list[VectorRecord]], Any]  # returns a context
+    raw: Callable[[Any], int]  # returns number of vectors read
+    connector: Callable[[Any], Any]  # returns a Connector
+
+
+def chroma_store() -> Store:
+    import chromadb
+
+    from connectors.chroma import ChromaConnector
+
+    def fill(root: Path, records: list[VectorRecord]) -> dict:
+        with ChromaConnector(collection="bench", path=root / "chroma", create=True) as connector:
+            connector.ensure_collection(records[0].vector.size, "l2")
+            for start in range(0, len(records), 5000):
+                connector.upsert(records[start : start + 5000])
+        return {"path": root / "chroma"}
+
+    def raw(ctx: dict) -> int:
+        collection = chromadb.PersistentClient(path=str(ctx["path"])).get_collection("bench")
+        n, offset = 0, 0
+        while True:
+            page = collection.get(limit=PAGE, offset=offset, include=["embeddings", "metadatas", "documents"])
+            if not page["ids"]:
+                return n
+            n += len(page["ids"])
+            offset += len(page["ids"])
+
+    return Store(fill, raw, lambda ctx: ChromaConnector(collection="bench", path=ctx["path"]))
+
+
+STORES: dict[str, Callable[[], Store]] = {"chroma": chroma_store}
+
+
+def make_records(n: int, dim: int) -> list[VectorRecord]:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return [
+        VectorRecord(id=f"{i:08d}", vector=vectors[i], payload={"i": i, "tag": f"t{i % 7}"}, text=f"doc {i}")
+        for i in range(n)
+    ]
+
+
+def time_it(fn: Callable[[], int]) -> tuple[float, int]:
+    start = time.perf_counter()
+    n = fn()
+    return time.perf_counter() - start, n
+
+
+def connector_read(make: Callable[[], Any]) -> int:
+    with make() as connector:
+        return sum(len(batch.records) for batch in connector.iter_batches(batch_size=PAGE))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--stores", default=",".join(STORES))
+    args = parser.parse_args()
+    records = make_records(args.records, args.dim)
+    rows = []
+    for name in args.stores.split(","):
+        store = STORES[name]()
+        with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+            ctx = store.fill(Path(tmp), records)
+            raw_best = conn_best = float("inf")
+            for _ in range(args.repeats):
+                seconds, n = time_it(lambda: store.raw(ctx))
+                assert n == args.records, (name, "raw", n)
+                raw_best = min(raw_best, seconds)
+                seconds, n = time_it(lambda: connector_read(lambda: store.connector(ctx)))
+                assert n == args.records, (name, "connector", n)
+                conn_best = min(conn_best, seconds)
+        rows.append((name, args.records / raw_best, args.records / conn_best, conn_best / raw_best - 1))
+        print(f"{name}: raw {rows[-1][1]:,.0f}/s connector {rows[-1][2]:,.0f}/s overhead {rows[-1][3]:+.1%}", flush=True)
+    print(f"\n| store | raw export (vectors/s) | connector (vectors/s) | connector overhead |\n|---|---|---|---|")
+    for name, raw_rate, conn_rate, overhead in rows:
+        print(f"| {name} | {raw_rate:,.0f} | {conn_rate:,.0f} | {overhead:+.1%} |")
+
+
+if __name__ == "__main__":
+    main()
