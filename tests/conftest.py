@@ -63,9 +63,14 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One attack-model cache for the session, also seen by CLI runs through VDBGUARD_CACHE_DIR."""
-    cache = tmp_path_factory.mktemp("vdbguard-cache")
+def model_cache() -> Iterator[Path]:
+    """One attack-model cache, also seen by CLI runs through VDBGUARD_CACHE_DIR.
+
+    It lives in the checkout (git-ignored) so repeated local runs reuse trained models; entries are
+    keyed by embedder fingerprint, corpus hash and attack version, so a stale model is never loaded.
+    """
+    cache = Path(__file__).resolve().parent.parent / ".test-cache"
+    cache.mkdir(exist_ok=True)
     previous = os.environ.get("VDBGUARD_CACHE_DIR")
     os.environ["VDBGUARD_CACHE_DIR"] = str(cache)
     yield cache

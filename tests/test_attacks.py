@@ -62,7 +62,7 @@ def test_second_call_loads_from_cache_without_training(
     for fresh, cached in zip(small_attacks, again, strict=True):
         assert fresh.infer(vectors) == cached.infer(vectors)
     models = list((model_cache / "models" / embedder.fingerprint).iterdir())
-    assert {m.name.split("-v")[0] for m in models} == set(DEFAULT_ATTACKS)
+    assert set(DEFAULT_ATTACKS) <= {m.name.split("-v")[0] for m in models}
 
 
 def test_save_load_round_trip(small_attacks, tmp_path: Path, embedder) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
@@ -33,9 +35,16 @@ def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except VdbguardError as exc:
-            console.print(f"[bold red]error:[/] {exc.message}")
+            console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
             if exc.hint:
-                console.print(f"[yellow]hint:[/] {exc.hint}")
+                console.print(f"[yellow]hint:[/] {escape(exc.hint)}", highlight=False)
+            sys.exit(EXIT_ERROR)
+        except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug or an unmapped store error: one line, credentials scrubbed
+            message = re.sub(r"//[^/@\s]*@", "//***@", f"{type(exc).__name__}: {exc}")
+            console.print(f"[bold red]unexpected error:[/] {escape(message)}", highlight=False)
+            console.print("[yellow]hint:[/] re-run with -v; if it persists, report it with this message")
             sys.exit(EXIT_ERROR)
 
     return wrapper
@@ -89,17 +98,46 @@ def main(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
 
-def _connector_options(option: tuple[str, ...]) -> dict[str, str]:
-    options = {}
+def _connector_options(option: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a VALUE that parses as JSON (``50051``, ``true``, ``["a"]``) is taken as such."""
+    options: dict[str, Any] = {}
     for item in option:
         key, sep, value = item.partition("=")
         if not sep:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
-        options[key] = value
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
     return options
 
 
+def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Read scan settings from a TOML file: flags given on the command line still win."""
+    if value is None:
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(value.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {value}: {exc}", param_hint="--config") from exc
+    settings = dict(data.get("scan", {}))
+    ctx.meta["config_options"] = settings.pop("options", {})
+    renamed = {"connector": "connector_name"}
+    ctx.default_map = {renamed.get(k, k).replace("-", "_"): v for k, v in settings.items()}
+    return value
+
+
 @main.command()
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    callback=_load_config,
+    is_eager=True,
+    expose_value=False,
+    help="TOML file with a [scan] table (same names as the flags) and [scan.options] for the connector.",
+)
 @click.option("--connector", "connector_name", required=True, help="Store type; see `vdbguard connectors list`.")
 @click.option("--collection", required=True, help="Collection (index, class) to scan.")
 @click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store.")
@@ -135,9 +173,16 @@ def scan(
     if (path is None) == (url is None):
         raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
     connector_cls = load_connector(connector_name)
-    settings: dict[str, Any] = {"collection": collection, **_connector_options(option)}
+    configured = click.get_current_context().meta.get("config_options", {})
+    settings: dict[str, Any] = {"collection": collection, **configured, **_connector_options(option)}
     settings.update({"path": path} if path is not None else {"url": url})
-    with connector_cls(**settings) as connector, RichProgress(console) as progress:
+    try:
+        connector = connector_cls(**settings)
+    except TypeError as exc:
+        raise VdbguardError(
+            f"the {connector_name} connector rejected its settings: {exc}", "check the --option names"
+        ) from exc
+    with connector, RichProgress(console) as progress:
         report = scan_collection(
             connector,
             connector_name=connector_name,
@@ -263,6 +308,6 @@ def connectors_list() -> None:
             entry.name,
             entry.extra,
             "yes" if entry.installed else "no",
-            f"pip install 'vdbguard[{entry.extra}]'",
+            escape(f"pip install 'vdbguard[{entry.extra}]'"),
         )
     Console().print(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -20,10 +21,13 @@ from vdbguard.training import TrainingProfile, trained_attacks
 
 
 def redact_location(location: str) -> str:
-    """A URL without user, password or query string, safe to print and to store in reports."""
+    """A URL without user, password or query string, safe to print and to store in reports.
+
+    libpq keyword strings (``host=db password=...``) lose their password the same way.
+    """
     parts = urlsplit(location)
     if not parts.scheme or not parts.netloc:
-        return location
+        return re.sub(r"(?i)\b(password|passwd|api_key|apikey|token)\s*=\s*(\'[^\']*\'|\S+)", r"\1=***", location)
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -161,7 +161,8 @@ class Scanner:
         if not usable:
             return
         matrix = np.stack(vectors)
-        inferences = [attack.infer(matrix) for attack in self.attacks]
+        known = [source_text(record) for record in usable]
+        inferences = [attack.infer(matrix, known_texts=known) for attack in self.attacks]
         for row, record in enumerate(usable):
             finding = self._finding(record, [per_attack[row] for per_attack in inferences], state)
             if finding:
@@ -181,6 +182,30 @@ class Scanner:
                             score=score,
                             threshold=attack.threshold,
                             detail=f"probe estimates P(text contains {pii_type.value}) = {score:.2f}",
+                        )
+                    )
+            for pii_type, value, score in inference.recovered_pii:
+                if score >= attack.threshold:
+                    recovered_values.setdefault(pii_type, []).append(value)
+                    evidence.append(
+                        Evidence(
+                            attack=attack.name,
+                            pii_type=pii_type.value,
+                            score=score,
+                            threshold=attack.threshold,
+                            detail=f"{attack.name} recovered a {pii_type.value} value from the vector",
+                            recovered=mask_if(value, self.mask_pii),
+                        )
+                    )
+            for pii_type, bits in inference.exposure_bits.items():
+                if bits >= attack.threshold:
+                    evidence.append(
+                        Evidence(
+                            attack=attack.name,
+                            pii_type=pii_type.value,
+                            score=round(bits, 2),
+                            threshold=attack.threshold,
+                            detail=f"the stored {pii_type.value} is exposed by {bits:.1f} bits (Carlini et al.)",
                         )
                     )
             if inference.recovered_text:

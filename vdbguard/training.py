@@ -6,6 +6,8 @@ version. A second scan against the same embedder loads instead of retraining.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -20,6 +22,7 @@ from vdbguard.cache import cache_root
 from vdbguard.corpus import LabelledText, build_corpus, corpus_fingerprint
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
+from vdbguard.transforms.base import Transform
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,11 @@ def _embed_cached(
     return embeddings
 
 
+def _defense_key(defense: Transform) -> str:
+    description = json.dumps({"name": defense.name, **defense.params()}, sort_keys=True, default=str)
+    return hashlib.sha256(description.encode()).hexdigest()[:12]
+
+
 def trained_attacks(
     embedder: Embedder,
     attack_names: Sequence[str],
@@ -57,8 +65,13 @@ def trained_attacks(
     user_texts: Sequence[str] = (),
     cache_dir: Path | None = None,
     progress: ProgressSink | None = None,
+    defense: Transform | None = None,
 ) -> list[Attack]:
-    """Load each attack from the cache, training (and caching) the ones that are missing."""
+    """Load each attack from the cache, training (and caching) the ones that are missing.
+
+    With ``defense``, the attacker is *adaptive*: it trains on corpus embeddings protected by that
+    transform (same key/strength), as an attacker who knows the pipeline would.
+    """
     profile = PROFILES[profile] if isinstance(profile, str) else profile
     progress = progress or Silent()
     cache = cache_dir or cache_root()
@@ -68,20 +81,28 @@ def trained_attacks(
     attacks = []
     for name in attack_names:
         cls = load_attack_class(name)
-        directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{fingerprint[:16]}"
+        suffix = f"-{_defense_key(defense)}" if defense is not None else ""
+        directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{fingerprint[:16]}{suffix}"
         if (directory / "COMPLETE").exists():
-            attacks.append(cls.load(directory))
+            attack = cls.load(directory)
+            attack.embedder = embedder
+            attacks.append(attack)
             continue
         if embeddings is None:
             embeddings = _embed_cached(embedder, corpus, fingerprint, cache, progress)
+            if defense is not None:
+                embeddings = defense.apply(embeddings)
         attack = cls()
+        attack.embedder = embedder
         with progress.task(f"Training {name}", None) as advance:
             attack.fit(corpus, embeddings, progress=advance)
         directory.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=directory.parent))
         attack.save(staging)
         (staging / "COMPLETE").touch()
-        shutil.rmtree(directory, ignore_errors=True)
-        os.replace(staging, directory)
+        try:
+            os.replace(staging, directory)
+        except OSError:  # another process cached the same model first: keep theirs
+            shutil.rmtree(staging, ignore_errors=True)
         attacks.append(attack)
     return attacks

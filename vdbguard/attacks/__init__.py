@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from importlib.metadata import entry_points
 
 from vdbguard.attacks.base import Attack, Inference
@@ -10,10 +11,18 @@ from vdbguard.errors import VdbguardError
 __all__ = ["DEFAULT_ATTACKS", "Attack", "Inference", "attack_classes", "load_attack_class", "strongest_inversion"]
 
 DEFAULT_ATTACKS = ("pii-probe", "bag-of-words")
+log = logging.getLogger("vdbguard.attacks")
 
 
 def attack_classes() -> dict[str, type[Attack]]:
-    return {ep.name: ep.load() for ep in entry_points(group="vdbguard.attacks")}
+    """Every installed attack plugin; one that fails to import is skipped with a warning, not fatal."""
+    classes = {}
+    for ep in entry_points(group="vdbguard.attacks"):
+        try:
+            classes[ep.name] = ep.load()
+        except (ImportError, AttributeError) as exc:
+            log.warning("attack plugin %r could not be loaded: %s", ep.name, exc)
+    return classes
 
 
 def strongest_inversion() -> str:

@@ -126,7 +126,7 @@ class BagOfWordsInversion(Attack):
             "vocabulary": len(self.vocabulary),
         }
 
-    def infer(self, vectors: np.ndarray) -> list[Inference]:
+    def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
         probabilities = self._probabilities(torch.from_numpy(l2_normalise(vectors)))
         top = np.argsort(-probabilities, axis=1)[:, : self.max_words]
         results = []

@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from vdbguard.corpus import LabelledText
+from vdbguard.embedders import Embedder
 from vdbguard.pii import PiiType
 
 Progress = Callable[[int], None]
@@ -23,13 +24,21 @@ class Inference:
     recovered_text: str = ""
     recovered_tokens: tuple[tuple[str, float], ...] = ()
     type_scores: Mapping[PiiType, float] = field(default_factory=dict)
+    # (type, value, score) for PII an attack recovered as a value, e.g. a name ranked first by slot search
+    recovered_pii: tuple[tuple[PiiType, str, float], ...] = ()
+    # secret exposure in bits (Carlini et al.) per known secret value, keyed by PII type
+    exposure_bits: Mapping[PiiType, float] = field(default_factory=dict)
 
 
 class Attack(ABC):
     """An attack plugin. Subclasses are registered under the ``vdbguard.attacks`` entry point group.
 
     ``version`` is part of the cache key: bump it whenever training changes what gets saved.
+    ``embedder`` is bound by the trainer before ``fit``/``infer``: black-box attacks query it to
+    re-embed their guesses (it is the target model; the attack never sees the stored text).
     """
+
+    embedder: Embedder | None = None
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -43,8 +52,12 @@ class Attack(ABC):
         """Train on labelled texts and their embeddings (rows L2-normalised)."""
 
     @abstractmethod
-    def infer(self, vectors: np.ndarray) -> list[Inference]:
-        """Attack L2-normalised stored vectors; one Inference per row."""
+    def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
+        """Attack stored vectors; one Inference per row.
+
+        ``known_texts`` is the owner's stored text per row, when the owner has it. Only owner-side
+        audits use it (secret exposure ranks the *known* secret); inversion attacks must ignore it.
+        """
 
     @abstractmethod
     def save(self, directory: Path) -> None: ...

@@ -66,7 +66,7 @@ class PiiProbeAttack(Attack):
             result[pii_type] = expit(logits)
         return result
 
-    def infer(self, vectors: np.ndarray) -> list[Inference]:
+    def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
         probabilities = self.probabilities(vectors)
         return [
             Inference(type_scores={t: round(float(p[row]), 4) for t, p in probabilities.items()})
