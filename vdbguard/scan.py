@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -66,7 +66,7 @@ def scan_collection(
     )
     return Report(
         tool_version=version("vdbguard"),
-        created_at=datetime.now(timezone.utc),
+        created_at=datetime.now(UTC),
         target=Target(
             connector=connector_name,
             collection=info.name,
