@@ -129,6 +129,22 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     return value
 
 
+def _open_connector(name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]):
+    """Build a connector from the flags, the --config file's [scan.options] and --option pairs."""
+    from connectors import load_connector
+
+    if (path is None) == (url is None):
+        raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
+    connector_cls = load_connector(name)
+    configured = click.get_current_context().meta.get("config_options", {})
+    settings: dict[str, Any] = {"collection": collection, **configured, **_connector_options(option)}
+    settings.update({"path": path} if path is not None else {"url": url})
+    try:
+        return connector_cls(**settings)
+    except TypeError as exc:
+        raise VdbguardError(f"the {name} connector rejected its settings: {exc}", "check the --option names") from exc
+
+
 @main.command()
 @click.option(
     "--config",
@@ -166,22 +182,10 @@ def scan(
     fail_on: str,
 ) -> None:
     """Scan one collection and write report.json and report.md to --out."""
-    from connectors import load_connector
     from vdbguard.progress import RichProgress
     from vdbguard.scan import scan_collection
 
-    if (path is None) == (url is None):
-        raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
-    connector_cls = load_connector(connector_name)
-    configured = click.get_current_context().meta.get("config_options", {})
-    settings: dict[str, Any] = {"collection": collection, **configured, **_connector_options(option)}
-    settings.update({"path": path} if path is not None else {"url": url})
-    try:
-        connector = connector_cls(**settings)
-    except TypeError as exc:
-        raise VdbguardError(
-            f"the {connector_name} connector rejected its settings: {exc}", "check the --option names"
-        ) from exc
+    connector = _open_connector(connector_name, collection, path, url, option)
     with connector, RichProgress(console) as progress:
         report = scan_collection(
             connector,
@@ -274,6 +278,184 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2))
     click.echo(json.dumps(metrics, indent=2))
+
+
+@main.command()
+@click.option("--connector", "connector_name", required=True)
+@click.option("--collection", required=True, help="Collection to read.")
+@click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store.")
+@click.option("--url", help="URL of a store server.")
+@click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable).")
+@click.option("--to-collection", required=True, help="Collection to write the protected copy to.")
+@click.option("--transform", "transform_name", required=True, help="See `vdbguard transforms list`.")
+@click.option("--strength", type=float, required=True, help="The transform's strength (its meaning: transforms list).")
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
+@click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted copy resumes.")
+@click.option("--in-place", is_flag=True, help="Overwrite --collection itself (needs --yes).")
+@click.option("--yes", is_flag=True, help="Confirm --in-place.")
+@friendly_errors
+def protect(
+    connector_name: str,
+    collection: str,
+    path: Path | None,
+    url: str | None,
+    option: tuple[str, ...],
+    to_collection: str,
+    transform_name: str,
+    strength: float,
+    batch_size: int,
+    state: Path | None,
+    in_place: bool,
+    yes: bool,
+) -> None:
+    """Copy a collection through a transform into a new collection (never in place without --in-place --yes)."""
+    from vdbguard.hooks.protect import protect_collection
+    from vdbguard.progress import RichProgress
+    from vdbguard.transforms import load_transform_class
+
+    if (to_collection == collection) != in_place:
+        raise click.UsageError("writing over the source collection needs --in-place (and --yes), and only then")
+    if in_place and not yes:
+        raise click.UsageError("--in-place rewrites every stored vector: add --yes to confirm")
+    transform = load_transform_class(transform_name)(strength=strength)
+    source = _open_connector(connector_name, collection, path, url, option)
+    target = source if in_place else _open_connector(connector_name, to_collection, path, url, option)
+    with source, target, RichProgress(console) as progress:
+        total = source.describe().count
+        with progress.task(f"Protecting {collection} -> {to_collection}", total) as advance:
+            result = protect_collection(
+                source, target, transform, batch_size=batch_size, state_path=state, progress=advance, in_place=in_place
+            )
+    console.print(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
+
+
+def _defense_items(data: Path):
+    from vdbguard.evaluation import load_jsonl
+
+    return load_jsonl(data)
+
+
+@main.command("evaluate-defense")
+@click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
+@click.option("--transform", "transform_name", required=True)
+@click.option("--strength", type=float, required=True)
+@click.option("--attack", "attack_name", default="strongest", show_default=True)
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
+@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@click.option("--no-adaptive", is_flag=True, help="Skip retraining the attacker on protected vectors.")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@friendly_errors
+def evaluate_defense_command(
+    data: Path,
+    transform_name: str,
+    strength: float,
+    attack_name: str,
+    embedder: str,
+    profile: str,
+    no_adaptive: bool,
+    out: Path,
+) -> None:
+    """What one transform costs retrieval and what it buys against the attack (and an adaptive attacker)."""
+    from vdbguard.defense_eval import evaluate_defense
+    from vdbguard.progress import RichProgress
+    from vdbguard.transforms import load_transform_class
+
+    transform = load_transform_class(transform_name)(strength=strength, seed=0)
+    with RichProgress(console) as progress:
+        point = evaluate_defense(
+            transform,
+            Embedder(embedder),
+            _defense_items(data),
+            attack_name=attack_name,
+            profile=profile,
+            adaptive=not no_adaptive,
+            progress=progress,
+        )
+    result = {**asdict(point), "leakage_cut": round(point.leakage_cut, 4), "recall_loss": round(point.recall_loss, 4)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    click.echo(json.dumps(result, indent=2))
+
+
+@main.command()
+@click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
+@click.option("--max-recall-loss", type=float, default=0.02, show_default=True)
+@click.option("--target-leakage-cut", type=float, default=0.9, show_default=True)
+@click.option("--transform", "transform_names", multiple=True, help="Transforms to try (default: all).")
+@click.option("--attack", "attack_name", default="strongest", show_default=True)
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
+@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Write every measured point as JSON.")
+@friendly_errors
+def calibrate(
+    data: Path,
+    max_recall_loss: float,
+    target_leakage_cut: float,
+    transform_names: tuple[str, ...],
+    attack_name: str,
+    embedder: str,
+    profile: str,
+    out: Path | None,
+) -> None:
+    """Pick the weakest transform setting that meets the leakage target within the recall budget."""
+    from vdbguard.defense_eval import evaluate_defense
+    from vdbguard.progress import RichProgress
+    from vdbguard.transforms import transform_classes
+
+    classes = transform_classes()
+    names = transform_names or tuple(n for n, c in sorted(classes.items()) if c.default_strengths)
+    items, model, points, chosen = _defense_items(data), Embedder(embedder), [], None
+    with RichProgress(console) as progress:
+        for name in names:
+            for strength in classes[name].default_strengths:
+                point = evaluate_defense(
+                    classes[name](strength=strength, seed=0),
+                    model,
+                    items,
+                    attack_name=attack_name,
+                    profile=profile,
+                    adaptive=False,
+                    progress=progress,
+                )
+                points.append(point)
+                if point.recall_loss > max_recall_loss:
+                    break  # stronger settings of this transform only lose more
+                if point.leakage_cut >= target_leakage_cut:
+                    chosen = chosen if chosen and chosen.recall_loss <= point.recall_loss else point
+                    break
+    table = Table(title=f"calibration: leakage cut >= {target_leakage_cut:.0%}, recall loss <= {max_recall_loss:.1%}")
+    for column in ("transform", "strength", "recall@10 loss", "leakage cut", "meets both"):
+        table.add_column(column)
+    for p in points:
+        ok = p.recall_loss <= max_recall_loss and p.leakage_cut >= target_leakage_cut
+        table.add_row(
+            p.transform, f"{p.strength:g}", f"{p.recall_loss:.3f}", f"{p.leakage_cut:.1%}", "yes" if ok else ""
+        )
+    Console().print(table)
+    if out:
+        out.write_text(json.dumps([asdict(p) for p in points], indent=2))
+    if chosen is None:
+        console.print("no setting meets both targets; relax --max-recall-loss or --target-leakage-cut")
+        sys.exit(EXIT_FINDINGS)
+    console.print(f"chosen: {chosen.transform} at strength {chosen.strength:g}")
+
+
+@main.group()
+def transforms() -> None:
+    """Write-path defenses."""
+
+
+@transforms.command("list")
+def transforms_list() -> None:
+    """Each transform, what its strength means, and the strengths the frontier sweeps."""
+    from vdbguard.transforms import transform_classes
+
+    table = Table()
+    for column in ("transform", "strength means", "swept strengths", "what it does"):
+        table.add_column(column)
+    for name, cls in sorted(transform_classes().items()):
+        table.add_row(name, cls.strength_meaning, ", ".join(f"{s:g}" for s in cls.default_strengths), cls.description)
+    Console().print(table)
 
 
 @main.group()
