@@ -56,7 +56,81 @@ def chroma_store() -> Store:
     return Store(fill, raw, lambda ctx: ChromaConnector(collection="bench", path=ctx["path"]))
 
 
-STORES: dict[str, Callable[[], Store]] = {"chroma": chroma_store}
+def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -> None:
+    with connector:
+        connector.ensure_collection(records[0].vector.size, metric)
+        for start in range(0, len(records), 5000):
+            connector.upsert(records[start : start + 5000])
+
+
+def lancedb_store() -> Store:
+    import lancedb
+
+    from connectors.lancedb import LanceDBConnector
+
+    def fill(root: Path, records: list[VectorRecord]) -> dict:
+        _fill(LanceDBConnector(collection="bench", path=str(root / "lance")), records)
+        return {"path": str(root / "lance")}
+
+    def raw(ctx: dict) -> int:
+        dataset = lancedb.connect(ctx["path"]).open_table("bench").to_lance()
+        return sum(batch.num_rows for batch in dataset.to_batches(batch_size=PAGE))
+
+    return Store(fill, raw, lambda ctx: LanceDBConnector(collection="bench", path=ctx["path"]))
+
+
+def qdrant_edge_store() -> Store:
+    import qdrant_edge
+
+    from connectors.qdrant_edge import QdrantEdgeConnector
+
+    def fill(root: Path, records: list[VectorRecord]) -> dict:
+        _fill(QdrantEdgeConnector(collection="bench", path=str(root / "edge")), records, "l2")
+        return {"path": str(root / "edge")}
+
+    def raw(ctx: dict) -> int:
+        shard_dir = next(p for p in Path(ctx["path"]).rglob("edge_config.json")).parent
+        shard = qdrant_edge.EdgeShard.load(str(shard_dir))
+        n, offset = 0, None
+        while True:
+            request = qdrant_edge.ScrollRequest(offset=offset, limit=PAGE, with_payload=True, with_vector=True)
+            points, offset = shard.scroll(request)
+            n += len(points)
+            if offset is None:
+                shard.close() if hasattr(shard, "close") else None
+                return n
+
+    return Store(fill, raw, lambda ctx: QdrantEdgeConnector(collection="bench", path=ctx["path"]))
+
+
+def milvus_store() -> Store:
+    from pymilvus import MilvusClient
+
+    from connectors.milvus import MilvusConnector
+
+    def fill(root: Path, records: list[VectorRecord]) -> dict:
+        _fill(MilvusConnector(collection="bench", path=str(root / "milvus.db")), records)
+        return {"path": str(root / "milvus.db")}
+
+    def raw(ctx: dict) -> int:
+        client = MilvusClient(ctx["path"])
+        iterator = client.query_iterator("bench", batch_size=PAGE, output_fields=["*"])
+        n = 0
+        while batch := iterator.next():
+            n += len(batch)
+        iterator.close()
+        client.close()
+        return n
+
+    return Store(fill, raw, lambda ctx: MilvusConnector(collection="bench", path=ctx["path"]))
+
+
+STORES: dict[str, Callable[[], Store]] = {
+    "chroma": chroma_store,
+    "lancedb": lancedb_store,
+    "qdrant-edge": qdrant_edge_store,
+    "milvus": milvus_store,
+}
 
 
 def make_records(n: int, dim: int) -> list[VectorRecord]:
@@ -79,6 +153,23 @@ def connector_read(make: Callable[[], Any]) -> int:
         return sum(len(batch.records) for batch in connector.iter_batches(batch_size=PAGE))
 
 
+def measure(name: str, store: Store, records: list[VectorRecord], repeats: int) -> tuple[str, float, float, float]:
+    """Best of ``repeats`` for each side, runs alternating so load changes hit both alike."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+        ctx = store.fill(Path(tmp), records)
+        raw_best = conn_best = float("inf")
+        for _ in range(repeats):
+            seconds, n = time_it(lambda: store.raw(ctx))
+            assert n == len(records), (name, "raw", n)
+            raw_best = min(raw_best, seconds)
+            seconds, n = time_it(lambda: connector_read(lambda: store.connector(ctx)))
+            assert n == len(records), (name, "connector", n)
+            conn_best = min(conn_best, seconds)
+    row = (name, len(records) / raw_best, len(records) / conn_best, conn_best / raw_best - 1)
+    print(f"{name}: raw {row[1]:,.0f}/s connector {row[2]:,.0f}/s overhead {row[3]:+.1%}", flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=100_000)
@@ -87,22 +178,8 @@ def main() -> None:
     parser.add_argument("--stores", default=",".join(STORES))
     args = parser.parse_args()
     records = make_records(args.records, args.dim)
-    rows = []
-    for name in args.stores.split(","):
-        store = STORES[name]()
-        with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
-            ctx = store.fill(Path(tmp), records)
-            raw_best = conn_best = float("inf")
-            for _ in range(args.repeats):
-                seconds, n = time_it(lambda: store.raw(ctx))
-                assert n == args.records, (name, "raw", n)
-                raw_best = min(raw_best, seconds)
-                seconds, n = time_it(lambda: connector_read(lambda: store.connector(ctx)))
-                assert n == args.records, (name, "connector", n)
-                conn_best = min(conn_best, seconds)
-        rows.append((name, args.records / raw_best, args.records / conn_best, conn_best / raw_best - 1))
-        print(f"{name}: raw {rows[-1][1]:,.0f}/s connector {rows[-1][2]:,.0f}/s overhead {rows[-1][3]:+.1%}", flush=True)
-    print(f"\n| store | raw export (vectors/s) | connector (vectors/s) | connector overhead |\n|---|---|---|---|")
+    rows = [measure(name, STORES[name](), records, args.repeats) for name in args.stores.split(",")]
+    print("\n| store | raw export (vectors/s) | connector (vectors/s) | connector overhead |\n|---|---|---|---|")
     for name, raw_rate, conn_rate, overhead in rows:
         print(f"| {name} | {raw_rate:,.0f} | {conn_rate:,.0f} | {overhead:+.1%} |")
 
