@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,8 +74,8 @@ def lancedb_store() -> Store:
         return {"path": str(root / "lance")}
 
     def raw(ctx: dict) -> int:
-        dataset = lancedb.connect(ctx["path"]).open_table("bench").to_lance()
-        return sum(batch.num_rows for batch in dataset.to_batches(batch_size=PAGE))
+        table = lancedb.connect(ctx["path"]).open_table("bench")
+        return sum(batch.num_rows for batch in table.search().limit(None).to_batches(PAGE))
 
     return Store(fill, raw, lambda ctx: LanceDBConnector(collection="bench", path=ctx["path"]))
 
@@ -114,6 +115,7 @@ def milvus_store() -> Store:
 
     def raw(ctx: dict) -> int:
         client = MilvusClient(ctx["path"])
+        client.load_collection("bench")
         iterator = client.query_iterator("bench", batch_size=PAGE, output_fields=["*"])
         n = 0
         while batch := iterator.next():
@@ -137,7 +139,9 @@ def make_records(n: int, dim: int) -> list[VectorRecord]:
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((n, dim)).astype(np.float32)
     return [
-        VectorRecord(id=f"{i:08d}", vector=vectors[i], payload={"i": i, "tag": f"t{i % 7}"}, text=f"doc {i}")
+        VectorRecord(
+            id=str(uuid.UUID(int=i + 1)), vector=vectors[i], payload={"i": i, "tag": f"t{i % 7}"}, text=f"doc {i}"
+        )
         for i in range(n)
     ]
 
