@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class PiiType(str, Enum):
+class PiiType(StrEnum):
     PERSON = "PERSON"
     EMAIL = "EMAIL"
     PHONE = "PHONE"

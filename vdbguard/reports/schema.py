@@ -6,14 +6,14 @@ Bump SCHEMA_VERSION's major part for any change that could break a consumer.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = "1.0"
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
