@@ -1,0 +1,284 @@
+"""protect_collection against real embedded stores: Chroma -> Chroma and Qdrant -> Qdrant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from connectors.chroma import ChromaConnector
+from connectors.qdrant import QdrantConnector
+from tests.helpers import make_chroma_store, make_records
+from vdbguard.errors import VdbguardError
+from vdbguard.hooks.protect import protect_collection
+from vdbguard.records import VectorRecord
+from vdbguard.transforms.base import Transform
+
+
+class Offset(Transform):
+    name = "offset"
+    description = "adds a constant"
+    strength_meaning = "offset"
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        return np.asarray(vectors, dtype=np.float32) + np.float32(self.strength)
+
+
+class CenteredTruncate(Transform):
+    """Needs a fit (the mean) and changes the dimension, like PCA: keeps the first ``strength`` coordinates."""
+
+    name = "centered-truncate"
+    description = "centre, keep the first k coordinates"
+    strength_meaning = "k"
+    needs_fit = True
+
+    def fit(self, vectors: np.ndarray, labels: np.ndarray | None = None) -> CenteredTruncate:
+        self.fitted_on = len(vectors)
+        self.mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+        return self
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        return (np.asarray(vectors, dtype=np.float32) - self.mean)[:, : int(self.strength)]
+
+    def apply_query(self, vectors: np.ndarray) -> np.ndarray:
+        return self.apply(vectors)
+
+
+class Rotation(Transform):
+    name = "test-rotation"
+    description = "seeded orthogonal rotation"
+    strength_meaning = "unused"
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        q, _ = np.linalg.qr(np.random.default_rng(self.seed).standard_normal((vectors.shape[1],) * 2))
+        return vectors @ q.astype(np.float32)
+
+    def apply_query(self, vectors: np.ndarray) -> np.ndarray:
+        return self.apply(vectors)
+
+
+class Noise(Transform):
+    """Seeded Gaussian noise drawn from one generator per instance (like vdbguard's gaussian transform)."""
+
+    name = "test-noise"
+    description = "N(0, strength^2) per coordinate"
+    strength_meaning = "sigma"
+
+    def __init__(self, strength: float, seed: int | None = None) -> None:
+        super().__init__(strength, seed)
+        self.rng = np.random.default_rng(seed)
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        rows = np.asarray(vectors, dtype=np.float32)
+        return rows + self.rng.standard_normal(rows.shape, dtype=np.float32) * np.float32(self.strength)
+
+    def params(self) -> dict[str, Any]:
+        return {"strength": self.strength, "seed": self.seed}
+
+
+def read_all(connector: Any) -> dict[str, VectorRecord]:
+    with connector:
+        return {r.id: r for batch in connector.iter_batches(batch_size=100) for r in batch.records}
+
+
+def make_qdrant_store(path: Path, collection: str, n: int, dim: int, seed: int) -> list[VectorRecord]:
+    """An l2 collection (cosine ones are normalised on write, which would blur the checks)."""
+    records = make_records(n, dim, seed)
+    for i, record in enumerate(records):
+        record.id = str(i + 1)
+    with QdrantConnector(collection=collection, path=path) as connector:
+        connector.ensure_collection(dim, "l2")
+        connector.upsert(records)
+    return records
+
+
+class CrashAfterUpserts(ChromaConnector):
+    """A real Chroma target whose process 'dies' right after its n-th write reached the store."""
+
+    def __init__(self, crash_after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.crash_after, self.calls = crash_after, 0
+
+    def upsert(self, records: Any) -> None:
+        super().upsert(records)
+        self.calls += 1
+        if self.calls == self.crash_after:
+            raise KeyboardInterrupt("simulated kill between the write and the state update")
+
+
+def test_chroma_to_chroma_copies_every_record_through_the_transform(tmp_path: Path) -> None:
+    source_records = make_chroma_store(tmp_path / "src", "notes", 130, 16, seed=1)
+    seen: list[int] = []
+    result = protect_collection(
+        ChromaConnector(collection="notes", path=tmp_path / "src"),
+        ChromaConnector(collection="notes-protected", path=tmp_path / "dst", create=True),
+        Offset(0.5),
+        batch_size=50,
+        progress=seen.append,
+    )
+    assert (result.copied, result.skipped, result.dimension, result.resumed) == (130, 0, 16, False)
+    assert seen == [50, 50, 30]
+    copied = read_all(ChromaConnector(collection="notes-protected", path=tmp_path / "dst"))
+    assert sorted(copied) == sorted(r.id for r in source_records)
+    for record in source_records:
+        got = copied[record.id]
+        np.testing.assert_allclose(got.vector, record.vector + 0.5, atol=1e-6)
+        assert got.payload == record.payload and got.text == record.text
+    untouched = read_all(ChromaConnector(collection="notes", path=tmp_path / "src"))
+    np.testing.assert_allclose(untouched[source_records[0].id].vector, source_records[0].vector, atol=1e-6)
+
+
+def test_qdrant_to_qdrant_fits_first_and_takes_the_output_dimension(tmp_path: Path) -> None:
+    source_records = make_qdrant_store(tmp_path / "src", "notes", 90, 12, seed=2)
+    transform = CenteredTruncate(5)
+    result = protect_collection(
+        QdrantConnector(collection="notes", path=tmp_path / "src"),
+        QdrantConnector(collection="notes_protected", path=tmp_path / "dst"),
+        transform,
+        batch_size=40,
+        fit_sample=60,
+    )
+    assert transform.fitted_on == 60  # a reservoir sample of the source, not all of it
+    assert (result.copied, result.skipped, result.dimension) == (90, 0, 5)
+    target = QdrantConnector(collection="notes_protected", path=tmp_path / "dst")
+    assert target.describe().dimension == 5
+    copied = read_all(target)
+    assert sorted(copied, key=int) == [r.id for r in source_records]
+    for record in source_records:
+        expected = transform.apply(record.vector[None])[0]
+        np.testing.assert_allclose(copied[record.id].vector, expected, atol=1e-5)
+        assert copied[record.id].payload == {**record.payload, "text": record.text}
+
+
+def test_qdrant_named_vectors_and_records_without_a_vector(tmp_path: Path) -> None:
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(tmp_path / "src"))
+    params = models.VectorParams(size=4, distance=models.Distance.EUCLID)
+    client.create_collection("multi", vectors_config={"a": params, "b": params})
+    rows = np.random.default_rng(3).standard_normal((3, 2, 4)).astype(np.float32)
+    client.upsert(
+        "multi",
+        [
+            models.PointStruct(id=1, vector={"a": rows[0, 0].tolist(), "b": rows[0, 1].tolist()}, payload={"n": 1}),
+            models.PointStruct(id=2, vector={"a": rows[1, 0].tolist(), "b": rows[1, 1].tolist()}, payload={"n": 2}),
+            models.PointStruct(id=3, vector={"b": rows[2, 1].tolist()}, payload={"n": 3}),  # no primary vector
+        ],
+    )
+    client.close()
+    result = protect_collection(
+        QdrantConnector(collection="multi", path=tmp_path / "src"),
+        QdrantConnector(collection="multi", path=tmp_path / "dst"),
+        Offset(1.0),
+    )
+    assert (result.copied, result.skipped) == (2, 1)
+    assert "'3'" in result.problems[0] and "missing" in result.problems[0]
+    copied = read_all(QdrantConnector(collection="multi", path=tmp_path / "dst"))
+    assert sorted(copied) == ["1", "2"]
+    for pid, row in (("1", 0), ("2", 1)):
+        np.testing.assert_allclose(copied[pid].named_vectors["a"], rows[row, 0] + 1.0, atol=1e-5)
+        np.testing.assert_allclose(copied[pid].named_vectors["b"], rows[row, 1] + 1.0, atol=1e-5)
+
+
+def test_interrupted_copy_resumes_without_duplicates(tmp_path: Path) -> None:
+    source_records = make_chroma_store(tmp_path / "src", "notes", 200, 8, seed=4)
+    state = tmp_path / "state" / "protect.json"
+    source = ChromaConnector(collection="notes", path=tmp_path / "src")
+    crashing = CrashAfterUpserts(3, collection="notes-protected", path=tmp_path / "dst", create=True)
+    with pytest.raises(KeyboardInterrupt):
+        protect_collection(source, crashing, Offset(0.5), batch_size=50, state_path=state)
+    crashing.close()
+    saved = json.loads(state.read_text())
+    assert (saved["cursor"], saved["copied"], saved["done"]) == ("offset:100", 100, False)  # batch 3 unrecorded
+    seen: list[int] = []
+    result = protect_collection(
+        ChromaConnector(collection="notes", path=tmp_path / "src"),
+        ChromaConnector(collection="notes-protected", path=tmp_path / "dst", create=True),
+        Offset(0.5),
+        batch_size=50,
+        state_path=state,
+        progress=seen.append,
+    )
+    assert seen == [50, 50] and result.resumed and (result.copied, result.skipped) == (200, 0)
+    target = ChromaConnector(collection="notes-protected", path=tmp_path / "dst")
+    assert target.describe().count == 200
+    copied = read_all(target)
+    assert sorted(copied) == sorted(r.id for r in source_records)
+    for record in source_records:
+        np.testing.assert_allclose(copied[record.id].vector, record.vector + 0.5, atol=1e-6)
+    again = protect_collection(source, target, Offset(0.5), batch_size=50, state_path=state)
+    assert again.copied == 200 and again.resumed  # a finished copy is not redone
+
+
+def test_resume_refuses_another_transform(tmp_path: Path) -> None:
+    make_chroma_store(tmp_path / "src", "notes", 60, 8, seed=5)
+    state = tmp_path / "protect.json"
+
+    def run(transform: Transform, crash_after: int | None = None) -> Any:
+        target: ChromaConnector = (
+            CrashAfterUpserts(crash_after, collection="prot", path=tmp_path / "dst", create=True)
+            if crash_after
+            else ChromaConnector(collection="prot", path=tmp_path / "dst", create=True)
+        )
+        source = ChromaConnector(collection="notes", path=tmp_path / "src")
+        return protect_collection(source, target, transform, batch_size=20, state_path=state)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(Rotation(1.0, seed=1), crash_after=2)
+    with pytest.raises(VdbguardError, match="differs from the one"):
+        run(Rotation(1.0, seed=2))  # same name and params, another key: a mixed target would break search
+    with pytest.raises(VdbguardError, match="different params"):
+        run(Rotation(2.0, seed=1))
+    assert run(Rotation(1.0, seed=1)).copied == 60
+
+
+def test_in_place_needs_explicit_consent(tmp_path: Path) -> None:
+    source_records = make_qdrant_store(tmp_path / "store", "notes", 30, 6, seed=6)
+    connector = QdrantConnector(collection="notes", path=tmp_path / "store")
+    with pytest.raises(VdbguardError, match="in place"):
+        protect_collection(connector, connector, Offset(1.0))
+    twin = QdrantConnector(collection="notes", path=tmp_path / "store")
+    with pytest.raises(VdbguardError, match="in place"):
+        protect_collection(connector, twin, Offset(1.0))
+    twin.close()
+    result = protect_collection(connector, connector, Offset(1.0), batch_size=7, in_place=True)
+    assert result.copied == 30
+    rewritten = read_all(QdrantConnector(collection="notes", path=tmp_path / "store"))
+    for record in source_records:  # each vector transformed exactly once
+        np.testing.assert_allclose(rewritten[record.id].vector, record.vector + 1.0, atol=1e-5)
+
+
+def test_in_place_on_chroma_transforms_each_record_once(tmp_path: Path) -> None:
+    source_records = make_chroma_store(tmp_path / "store", "notes", 45, 6, seed=7)
+    connector = ChromaConnector(collection="notes", path=tmp_path / "store")
+    result = protect_collection(connector, connector, Offset(1.0), batch_size=20, in_place=True)
+    assert (result.copied, result.skipped) == (45, 0)
+    rewritten = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
+    for record in source_records:
+        np.testing.assert_allclose(rewritten[record.id].vector, record.vector + 1.0, atol=1e-6)
+
+
+def test_resume_refuses_to_replay_seeded_noise(tmp_path: Path) -> None:
+    source_records = make_chroma_store(tmp_path / "src", "notes", 60, 8, seed=8)
+    state = tmp_path / "protect.json"
+
+    def run(transform: Transform, target: ChromaConnector) -> Any:
+        source = ChromaConnector(collection="notes", path=tmp_path / "src")
+        return protect_collection(source, target, transform, batch_size=20, state_path=state)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(Noise(0.1, seed=3), CrashAfterUpserts(2, collection="noisy", path=tmp_path / "dst", create=True))
+    target = ChromaConnector(collection="noisy", path=tmp_path / "dst", create=True)
+    with pytest.raises(VdbguardError, match="seed=None"):
+        run(Noise(0.1, seed=3), target)
+    assert run(Noise(0.1, seed=None), target).copied == 60
+    copied = read_all(ChromaConnector(collection="noisy", path=tmp_path / "dst"))
+    assert sorted(copied) == sorted(r.id for r in source_records)
+    noise = np.stack([copied[r.id].vector - r.vector for r in source_records])
+    assert 0.05 < float(noise.std()) < 0.2  # every record carries noise of the requested scale
+    rounded = {tuple(np.round(row, 5)) for row in noise}
+    assert len(rounded) == len(source_records)  # and no two records share it

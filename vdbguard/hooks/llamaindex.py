@@ -1,0 +1,92 @@
+"""LlamaIndex: wrap any ``BaseEmbedding`` so every vector store LlamaIndex supports stores protected vectors.
+
+LlamaIndex embeds nodes with ``get_text_embedding_batch`` (which calls ``_get_text_embeddings``) and
+queries with ``get_query_embedding``; the wrapper runs the inner model, then ``transform.apply`` on
+node vectors (fail closed: a RecordError names the text by its position in the batch) and
+``transform.apply_query`` on query vectors when the transform changes the stored space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vdbguard.errors import MissingExtraError, VdbguardError
+from vdbguard.hooks.guard import Item, Protector, resolve_policy
+from vdbguard.hooks.policy import Decision, Policy
+from vdbguard.transforms.base import Transform
+
+try:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from pydantic import PrivateAttr
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("vdbguard.hooks.llamaindex", "llamaindex") from exc
+
+__all__ = ["GuardedEmbedding"]
+
+
+class GuardedEmbedding(BaseEmbedding):
+    """``Settings.embed_model = GuardedEmbedding(HuggingFaceEmbedding(...), transform)``.
+
+    ``policy`` / ``detector`` work as in ``vdbguard.hooks.guard``; ``last_decisions`` holds the
+    decisions for the last batch of texts (record ids are ``texts[i]``).
+    """
+
+    _inner: BaseEmbedding = PrivateAttr()
+    _protector: Protector = PrivateAttr()
+
+    def __init__(
+        self,
+        embed_model: BaseEmbedding,
+        transform: Transform,
+        *,
+        policy: Policy | None = None,
+        detector: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("model_name", f"vdbguard[{transform.name}]({embed_model.model_name})")
+        kwargs.setdefault("embed_batch_size", embed_model.embed_batch_size)
+        super().__init__(**kwargs)
+        self._inner = embed_model
+        self._protector = Protector(transform, resolve_policy(policy, detector))
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "VdbguardGuardedEmbedding"
+
+    @property
+    def last_decisions(self) -> list[Decision]:
+        return self._protector.last_decisions
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._query(self._inner.get_query_embedding(query))
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._query(await self._inner.aget_query_embedding(query))
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await self._aget_text_embeddings([text]))[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._protect(texts, self._inner.get_text_embedding_batch(texts))
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._protect(texts, await self._inner.aget_text_embedding_batch(texts))
+
+    def _protect(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[list[float]]:
+        if len(vectors) != len(texts):
+            raise VdbguardError(f"the wrapped model returned {len(vectors)} embeddings for {len(texts)} texts")
+        items = [
+            Item(f"texts[{i}]", {"embedding": v}, document=t)
+            for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+        ]
+        out = self._protector.protect(items, as_lists=True)
+        return [list(map(float, v)) if o is None else o["embedding"] for v, o in zip(vectors, out, strict=True)]
+
+    def _query(self, vector: Sequence[float]) -> list[float]:
+        if not self._protector.changes_space:
+            return list(map(float, vector))
+        return self._protector.query(vector).tolist()

@@ -1,0 +1,344 @@
+"""Copy an existing collection through a transform into a new one: protection for data already stored.
+
+Hooks protect what is written from now on; ``protect_collection`` rewrites what is already there.
+It streams the source page by page (``Connector.iter_batches``), transforms every vector with the
+same fail-closed core the hooks use, and upserts into the target, which is created with the
+transform's output dimension (dimension reduction changes it, e.g. PCA, a defense studied by Morris
+et al., EMNLP 2023 and Song & Raghunathan, CCS 2020).
+
+Resumable: after each batch the source cursor and the counts are written to ``state_path`` in one
+atomic replace, so a run killed at any point continues after the last finished batch. A batch
+written but not yet recorded is copied again on resume, which is harmless: upsert replaces by id.
+A transform that needs fitting is fitted on a seeded reservoir sample of the source (one extra read
+pass). Its fingerprint (its outputs on fixed probe vectors, where they are deterministic) is kept in
+the state, and a resume whose transform differs (another key, another fit) is refused: a target
+half in one space and half in another would silently break retrieval. A resume with a *seeded*
+random transform (noise) is refused too: it would replay the noise of the first batches, and two
+records carrying the same noise leak their exact difference. Resume those with ``seed=None``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from connectors.base import Connector
+from vdbguard.errors import RecordError, VdbguardError
+from vdbguard.hooks.guard import Item, Protector, _label
+from vdbguard.progress import Advance
+from vdbguard.records import Batch, VectorRecord
+from vdbguard.transforms.base import Transform
+
+__all__ = ["ProtectResult", "protect_collection"]
+
+STATE_VERSION = 1
+_MAX_PROBLEMS = 100
+_PROBE_ROWS = 2
+
+FitLabels = Callable[[Sequence[VectorRecord]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ProtectResult:
+    copied: int  # records written to the target (over all runs of a resumed copy)
+    skipped: int  # records without a usable vector (missing, NaN, wrong shape); see ``problems``
+    dimension: int | None = None  # the target's vector dimension
+    resumed: bool = False
+    problems: tuple[str, ...] = ()  # the first skipped records and why
+
+
+def protect_collection(
+    source: Connector,
+    target: Connector,
+    transform: Transform,
+    *,
+    batch_size: int = 256,
+    state_path: str | Path | None = None,
+    progress: Advance | None = None,
+    fit_sample: int = 2000,
+    in_place: bool = False,
+    fit_labels: FitLabels | None = None,
+    seed: int = 0,
+) -> ProtectResult:
+    """Copy ``source`` into ``target`` with every dense vector replaced by ``transform.apply`` of it.
+
+    Ids, payloads, text and namespaces are kept. ``target`` is created (``ensure_collection``) with the
+    source's metric and vector names and the transform's output dimension. Writing into the source
+    itself (``target is source``, or the same store and collection) is refused unless ``in_place=True``:
+    it overwrites the original vectors irreversibly. ``fit_labels`` gives concept labels for the fit
+    sample (transforms such as LEACE use them). Records without a usable vector are skipped and counted;
+    a transform failure stops the run with a RecordError naming the record (resume after fixing it).
+    """
+    if batch_size < 1:
+        raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
+    same = target is source or (_identity(source) is not None and _identity(source) == _identity(target))
+    if same and not in_place:
+        raise VdbguardError(
+            "the target is the source collection: protecting in place overwrites the original vectors irreversibly",
+            "write to a new collection, or pass in_place=True if that is what you want",
+        )
+    state_file = Path(state_path) if state_path is not None else None
+    state = _load_state(state_file)
+    key = {
+        "source": _identity(source) or repr(source),
+        "target": _identity(target) or repr(target),
+        "transform": str(getattr(transform, "name", type(transform).__name__)),
+        # the seed is left out: it does not define the stored space (the fingerprint checks what does)
+        "params": _jsonable({k: v for k, v in transform.params().items() if k != "seed"}),
+    }
+    if state is not None:
+        mismatch = [k for k, v in key.items() if state.get(k) != v]
+        if mismatch:
+            raise VdbguardError(
+                f"the state file {state_file} belongs to another copy (different {', '.join(mismatch)})",
+                "use the same source, target and transform to resume, or delete the state file to start over",
+            )
+        if state.get("done"):
+            return _result(state, resumed=True)
+
+    info = source.describe()
+    dimension = info.dimension or _first_dimension(source, batch_size)
+    if dimension is None:  # nothing with a vector to copy
+        return ProtectResult(copied=0, skipped=int(info.count), dimension=None)
+    if transform.needs_fit:
+        _fit(source, transform, batch_size, fit_sample, fit_labels, seed)
+    fingerprint, out_dim = _fingerprint(transform, dimension)
+    if state is None:
+        state = {**key, "version": STATE_VERSION, "cursor": None, "copied": 0, "skipped": 0, "problems": []}
+        state["fingerprint"], state["dimension"], state["done"] = fingerprint, out_dim, False
+        resumed = False
+    else:
+        if not _same_fingerprint(state.get("fingerprint"), fingerprint):
+            raise VdbguardError(
+                "the transform differs from the one the interrupted copy used (another key, seed or fit)",
+                "resume with the same seeded transform, or delete the state file and the target and start over",
+            )
+        if "apply" not in fingerprint and transform.seed is not None:
+            raise VdbguardError(
+                f"transform {key['transform']!r} draws random noise from seed {transform.seed}: a resumed run would "
+                "draw the same noise as the first batches again, and noise shared between records cancels out",
+                "resume with seed=None (fresh randomness)",
+            )
+        resumed = True
+    target.ensure_collection(out_dim, info.metric or "cosine", info.vector_names)
+
+    protector = Protector(transform)
+    seen: set[str] | None = set() if same else None  # in place: a moved row must not be transformed twice
+    for batch in _batches(source, batch_size, state["cursor"], reopen=target is source):
+        records = batch.records
+        if seen is not None:
+            records = [r for r in records if r.id not in seen]
+            seen.update(r.id for r in records)
+        protected, problems = _protect_batch(protector, records)
+        if protected:
+            target.upsert(protected)
+        state["cursor"] = batch.cursor
+        state["copied"] += len(protected)
+        state["skipped"] += len(problems)
+        state["problems"] = (state["problems"] + problems)[:_MAX_PROBLEMS]
+        if state_file is not None:
+            _save_state(state_file, state)
+        if progress is not None:
+            progress(len(batch.records))
+    seen_total = state["copied"] + state["skipped"]
+    if same and seen_total != info.count:
+        raise VdbguardError(
+            f"the in-place rewrite saw {seen_total} of {info.count} records: the store's order changed while it "
+            "was rewritten, so some records may still hold unprotected vectors",
+            "protect into a new collection instead (the default), then swap collections",
+        )
+    state["done"] = True
+    if state_file is not None:
+        _save_state(state_file, state)
+    return _result(state, resumed=resumed)
+
+
+def _batches(source: Connector, batch_size: int, cursor: str | None, *, reopen: bool) -> Iterator[Batch]:
+    """The source's pages from ``cursor`` on. Writing through the connector being read ends its read
+    session (connectors drop their snapshot on upsert), so in place each page is read afresh from the
+    last cursor: slower (a new snapshot per page), but never a page read from a closed session."""
+    if not reopen:
+        yield from source.iter_batches(batch_size=batch_size, resume_from=cursor)
+        return
+    while True:
+        pages = source.iter_batches(batch_size=batch_size, resume_from=cursor)
+        batch = next(pages, None)
+        close = getattr(pages, "close", None)
+        if close is not None:
+            close()
+        if batch is None:
+            return
+        yield batch
+        if batch.cursor is None or batch.cursor == cursor:
+            return
+        cursor = batch.cursor
+
+
+def _protect_batch(protector: Protector, records: Sequence[VectorRecord]) -> tuple[list[VectorRecord], list[str]]:
+    """The batch with protected vectors, and the records skipped for want of a usable vector."""
+    usable, items, problems = [], [], []
+    for record in records:
+        try:
+            record.checked_vector()
+        except RecordError as exc:
+            problems.append(str(exc))
+            continue
+        if record.named_vectors:
+            vectors = {_label(name): vector for name, vector in record.named_vectors.items()}
+        else:
+            vectors = {"vector": record.vector}
+        usable.append(record)
+        items.append(Item(record.id, vectors, document=record.text, payload=record.payload))
+    out = protector.protect(items)  # raises a RecordError naming the record if the transform fails
+    protected = []
+    for record, new in zip(usable, out, strict=True):
+        assert new is not None  # ProtectAll
+        named = {}
+        vector = new.get("vector")
+        for name, original in record.named_vectors.items():
+            named[name] = new[_label(name)]
+            if vector is None and np.array_equal(original, record.vector):
+                vector = named[name]  # the primary vector is one of the named ones: the same protected value
+        if vector is None:
+            raise RecordError(record.id, "vector", "is not one of the record's named vectors")
+        protected.append(
+            VectorRecord(
+                id=record.id,
+                vector=vector,
+                payload=dict(record.payload),
+                text=record.text,
+                namespace=record.namespace,
+                named_vectors=named,
+            )
+        )
+    return protected, problems
+
+
+def _fit(
+    source: Connector,
+    transform: Transform,
+    batch_size: int,
+    fit_sample: int,
+    fit_labels: FitLabels | None,
+    seed: int,
+) -> None:
+    """Fit on a uniform sample (reservoir sampling, Vitter 1985) of the source's usable vectors."""
+    rng = np.random.default_rng(seed)
+    sample: list[VectorRecord] = []
+    seen = 0
+    for batch in source.iter_batches(batch_size=batch_size):
+        for record in batch.records:
+            try:
+                record.checked_vector()
+            except RecordError:
+                continue
+            seen += 1
+            if len(sample) < fit_sample:
+                sample.append(record)
+            else:
+                j = int(rng.integers(seen))
+                if j < fit_sample:
+                    sample[j] = record
+    if not sample:
+        raise VdbguardError(f"transform {transform.name!r} needs fitting but the source has no usable vectors")
+    vectors = np.stack([r.checked_vector() for r in sample])
+    labels = fit_labels(sample) if fit_labels is not None else None
+    try:
+        transform.fit(vectors, labels)
+    except VdbguardError:
+        raise
+    except Exception as exc:
+        raise VdbguardError(
+            f"fitting transform {transform.name!r} on {len(sample)} vectors failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _first_dimension(source: Connector, batch_size: int) -> int | None:
+    for batch in source.iter_batches(batch_size=batch_size):
+        for record in batch.records:
+            if record.vector is not None:
+                return int(np.asarray(record.vector).size)
+    return None
+
+
+def _fingerprint(transform: Transform, dimension: int) -> tuple[dict[str, Any], int]:
+    """Outputs on fixed probe vectors, kept where deterministic, and the transform's output dimension."""
+    probe = np.random.default_rng(20240611).standard_normal((_PROBE_ROWS, dimension)).astype(np.float32)
+    probe /= np.linalg.norm(probe, axis=1, keepdims=True)
+    applied = np.asarray(transform.apply(probe), dtype=np.float32)
+    if applied.ndim != 2 or applied.shape[0] != _PROBE_ROWS:
+        raise VdbguardError(f"transform {transform.name!r} returned shape {applied.shape} for {_PROBE_ROWS} vectors")
+    fingerprint: dict[str, Any] = {}
+    for name, fn, first in (("apply", transform.apply, applied), ("apply_query", transform.apply_query, None)):
+        a = np.asarray(fn(probe), dtype=np.float32) if first is None else first
+        b = np.asarray(fn(probe), dtype=np.float32)
+        if a.shape == b.shape and np.array_equal(a, b):  # a random transform draws anew each call: not comparable
+            fingerprint[name] = np.round(a, 6).tolist()
+    return fingerprint, int(applied.shape[1])
+
+
+def _same_fingerprint(saved: Any, current: dict[str, Any]) -> bool:
+    if not isinstance(saved, dict) or set(saved) != set(current):
+        return False
+    for name, values in current.items():
+        a, b = np.asarray(saved[name], dtype=np.float32), np.asarray(values, dtype=np.float32)
+        if a.shape != b.shape or not np.allclose(a, b, atol=1e-4):
+            return False
+    return True
+
+
+def _identity(connector: Connector) -> str | None:
+    """Which store and collection a connector points at, for spotting in-place runs and stale states."""
+    location = getattr(connector, "location", None)
+    collection = getattr(connector, "collection_name", None)
+    if location is None or collection is None:
+        return None
+    return f"{connector.name}:{location}#{collection}"
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str, sort_keys=True))
+
+
+def _load_state(path: Path | None) -> dict[str, Any] | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise VdbguardError(f"cannot read the protect state file {path}: {exc}", "delete it to start over") from exc
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        raise VdbguardError(f"{path} is not a vdbguard protect state file", "delete it to start over")
+    return state
+
+
+def _save_state(path: Path, state: dict[str, Any]) -> None:
+    """Write-then-rename in the same directory, so a crash leaves the old state or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _result(state: dict[str, Any], *, resumed: bool) -> ProtectResult:
+    return ProtectResult(
+        copied=int(state["copied"]),
+        skipped=int(state["skipped"]),
+        dimension=state.get("dimension"),
+        resumed=resumed,
+        problems=tuple(state.get("problems", ())),
+    )
