@@ -81,6 +81,7 @@ def trained_attacks(
     attacks = []
     for name in attack_names:
         cls = load_attack_class(name)
+        name = cls.name  # "strongest" resolves to a real attack, and caches under that attack's name
         suffix = f"-{_defense_key(defense)}" if defense is not None else ""
         directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{fingerprint[:16]}{suffix}"
         if (directory / "COMPLETE").exists():
