@@ -13,6 +13,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -173,44 +174,17 @@ class Scanner:
         recovered_words: list[str] = []
         recovered_values: dict[PiiType, list[str]] = {}
         for attack, inference in zip(self.attacks, inferences, strict=True):
+            flag = partial(self._flag, evidence, recovered_values, attack)
             for pii_type, score in inference.type_scores.items():
-                if score >= attack.threshold:
-                    evidence.append(
-                        Evidence(
-                            attack=attack.name,
-                            pii_type=pii_type.value,
-                            score=score,
-                            threshold=attack.threshold,
-                            detail=f"probe estimates P(text contains {pii_type.value}) = {score:.2f}",
-                        )
-                    )
+                flag(pii_type, score, f"probe estimates P(text contains {pii_type.value}) = {score:.2f}")
             for pii_type, value, score in inference.recovered_pii:
-                if score >= attack.threshold:
-                    recovered_values.setdefault(pii_type, []).append(value)
-                    evidence.append(
-                        Evidence(
-                            attack=attack.name,
-                            pii_type=pii_type.value,
-                            score=score,
-                            threshold=attack.threshold,
-                            detail=f"{attack.name} recovered a {pii_type.value} value from the vector",
-                            recovered=mask_if(value, self.mask_pii),
-                        )
-                    )
+                flag(pii_type, score, f"{attack.name} recovered a {pii_type.value} value from the vector", value)
             for pii_type, bits in inference.exposure_bits.items():
-                if bits >= attack.threshold:
-                    evidence.append(
-                        Evidence(
-                            attack=attack.name,
-                            pii_type=pii_type.value,
-                            score=round(bits, 2),
-                            threshold=attack.threshold,
-                            detail=f"the stored {pii_type.value} is exposed by {bits:.1f} bits (Carlini et al.)",
-                        )
-                    )
+                detail = f"the stored {pii_type.value} is exposed by {bits:.1f} bits (Carlini et al.)"
+                flag(pii_type, round(bits, 2), detail)
             if inference.recovered_text:
                 recovered_words += [word for word, _ in inference.recovered_tokens]
-                evidence += self._inversion_evidence(attack, inference, recovered_values)
+                self._inversion_evidence(evidence, recovered_values, attack, inference)
 
         text = source_text(record)
         source_types: set[PiiType] = set()
@@ -239,27 +213,45 @@ class Scanner:
             else sum(1 for word in set(recovered_words) if word in lowered),
         )
 
-    def _inversion_evidence(
-        self, attack: Attack, inference: Inference, recovered_values: dict[PiiType, list[str]]
-    ) -> list[Evidence]:
-        word_scores = dict(inference.recovered_tokens)
-        evidence = []
-        for detection in self.detector.detect(inference.recovered_text):
-            score = _detection_score(detection, word_scores)
-            if score < attack.threshold:
-                continue
-            recovered_values.setdefault(detection.pii_type, []).append(detection.value)
-            evidence.append(
-                Evidence(
-                    attack=attack.name,
-                    pii_type=detection.pii_type.value,
-                    score=score,
-                    threshold=attack.threshold,
-                    detail=f"{detection.recognizer} found {detection.pii_type.value} in the recovered words",
-                    recovered=mask_if(detection.value, self.mask_pii),
-                )
+    def _flag(
+        self,
+        evidence: list[Evidence],
+        recovered_values: dict[PiiType, list[str]],
+        attack: Attack,
+        pii_type: PiiType,
+        score: float,
+        detail: str,
+        value: str | None = None,
+    ) -> None:
+        """Evidence when the attack's score reaches its threshold; a recovered value is kept (and masked)."""
+        if score < attack.threshold:
+            return
+        recovered = None if value is None else mask_if(value, self.mask_pii)
+        evidence.append(
+            Evidence(
+                attack=attack.name,
+                pii_type=pii_type.value,
+                score=score,
+                threshold=attack.threshold,
+                detail=detail,
+                recovered=recovered,
             )
-        return evidence
+        )
+        if value is not None:
+            recovered_values.setdefault(pii_type, []).append(value)
+
+    def _inversion_evidence(
+        self,
+        evidence: list[Evidence],
+        recovered_values: dict[PiiType, list[str]],
+        attack: Attack,
+        inference: Inference,
+    ) -> None:
+        word_scores = dict(inference.recovered_tokens)
+        for detection in self.detector.detect(inference.recovered_text):
+            detail = f"{detection.recognizer} found {detection.pii_type.value} in the recovered words"
+            score = _detection_score(detection, word_scores)
+            self._flag(evidence, recovered_values, attack, detection.pii_type, score, detail, detection.value)
 
 
 def _detection_score(detection: Detection, word_scores: dict[str, float]) -> float:
