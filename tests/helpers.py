@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from vdbguard.records import VectorRecord
+from connectors.base import CollectionInfo, Connector
+from vdbguard.records import Batch, VectorRecord
 
 
 def free_port() -> int:
@@ -45,3 +47,22 @@ def make_chroma_store(
     with ChromaConnector(collection=collection, path=path, create=True, metric=metric) as connector:
         connector.upsert(records)
     return records
+
+
+class ListConnector(Connector):
+    """Feeds hand-made records through the scanner in one batch, as a store holding broken rows would."""
+
+    name = "list"
+    extra = ""
+
+    def __init__(self, records: list[VectorRecord]) -> None:
+        self.records = records
+
+    def describe(self) -> CollectionInfo:
+        return CollectionInfo(name="list", count=len(self.records), dimension=None, metric="cosine")
+
+    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+        yield Batch(self.records, cursor=None)
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        raise AssertionError("a scan must never write")

@@ -92,7 +92,7 @@ def test_probe_recovers_sex_and_medical_presence_on_new_locales(fitted, heldout)
     assert scores["medical_family_accuracy_given_present"] > scores["medical_family_majority_baseline_given_present"]
 
 
-def test_infer_reports_medical_only(fitted, embedder):
+def test_infer_reports_medical_as_pii_and_sex_as_an_attribute(fitted, embedder):
     vectors = embedder.encode(
         ["Triage this morning: Mrs Aroha Ngata has a history of schizophrenia.", "The parcel is held at the depot."]
     )
@@ -100,6 +100,7 @@ def test_infer_reports_medical_only(fitted, embedder):
     assert set(medical.type_scores) == {PiiType.MEDICAL}
     assert medical.type_scores[PiiType.MEDICAL] > fitted.threshold > clean.type_scores[PiiType.MEDICAL]
     assert medical.recovered_pii[0][:2] == (PiiType.MEDICAL, "mental health condition")
+    assert medical.attributes["sex"][0] == "female" and "sex" not in clean.attributes
     rows = fitted.predict_attributes(vectors)
     assert rows[0]["medical_family"][0] == "mental health" and rows[1]["medical_family"][0] == NONE
     assert rows[0]["sex"][0] == "female"
@@ -138,3 +139,18 @@ def test_unfitted_probe_reports_nothing():
     assert probe.predict_attributes(np.ones((2, 384))) == [{}, {}]
     with pytest.raises(ValueError, match="fit_authors"):
         probe.predict_authors(np.ones((1, 384)))
+
+
+def test_scan_reports_inferred_attributes_masked(fitted, embedder):
+    from tests.helpers import ListConnector
+    from vdbguard.detectors.presidio import PresidioDetector
+    from vdbguard.records import VectorRecord
+    from vdbguard.scanner import Scanner
+
+    text = "Triage this morning: Mrs Aroha Ngata has a history of schizophrenia."
+    records = [VectorRecord(id="note-1", vector=embedder.encode([text])[0])]
+    for mask_pii, shown in ((True, "f*****"), (False, "female")):
+        (finding,) = Scanner([fitted], PresidioDetector(), 384, mask_pii=mask_pii).scan(ListConnector(records)).findings
+        sex = next(a for a in finding.inferred_attributes if a.attribute == "sex")
+        assert (sex.attack, sex.value) == ("attribute-probe", shown)
+        assert sex.probability >= sex.threshold == fitted.threshold

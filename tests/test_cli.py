@@ -46,7 +46,7 @@ def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store,
     code, output = run(*scan_args, "--out", str(tmp_path))
     assert code == 1, output
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
-    assert report.schema_version == "1.0" and report.masked
+    assert report.schema_version == "1.1" and report.masked
     assert report.summary.records_scanned == len(pii_store[2])
     assert report.findings
     markdown = (tmp_path / "report.md").read_text()
@@ -71,6 +71,21 @@ def test_reports_never_contain_the_stored_pii_unless_asked(scan_args, pii_store,
         }
     assert values
     assert not [v for v in values if v in masked]
+
+
+def test_embedder_auto_identifies_the_model_from_the_stored_vectors(scan_args, tmp_path: Path) -> None:
+    code, output = run(*scan_args, "--embedder", "auto", "--out", str(tmp_path), "--fail-on", "never")
+    assert code == 0, output
+    assert "Identified the embedder from the stored vectors: all-MiniLM-L6-v2" in output
+    report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    assert report.embedder.name == "all-MiniLM-L6-v2"
+
+
+def test_unknown_attack_is_a_clear_error(scan_args, tmp_path: Path) -> None:
+    code, output = run(*scan_args, "--attack", "nosuch", "--out", str(tmp_path))
+    assert code == 2
+    assert "unknown attack 'nosuch'" in output and "bag-of-words" in output
+    assert "Traceback" not in output
 
 
 def test_fail_on_thresholds(scan_args, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from connectors.chroma import ChromaConnector
+from tests.helpers import ListConnector
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord
@@ -84,19 +85,6 @@ def test_state_file_of_another_scan_is_refused(tmp_path: Path) -> None:
     ScanState(target="chroma:/a:one").save(tmp_path / "s.json")
     with pytest.raises(VdbguardError, match="another scan"):
         ScanState.load(tmp_path / "s.json", "chroma:/b:two")
-
-
-class ListConnector(ChromaConnector):
-    """Feeds hand-made records through the scanner, as a store holding broken rows would."""
-
-    def __init__(self, records: list[VectorRecord]) -> None:
-        self.records = records
-
-    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
-        yield Batch(self.records, cursor=None)
-
-    def close(self) -> None:
-        pass
 
 
 def test_bad_records_are_reported_by_id_and_field_and_the_rest_is_scanned(small_attacks, detector, embedder) -> None:

@@ -159,7 +159,18 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
 @click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store.")
 @click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000.")
 @click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable).")
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors.")
+@click.option(
+    "--embedder",
+    default=DEFAULT_EMBEDDER,
+    show_default=True,
+    help="Model that made the vectors (a packaged name or local path), or 'auto' to identify it from the vectors.",
+)
+@click.option(
+    "--attack",
+    "attack_names",
+    multiple=True,
+    help="Attack to run (repeatable; see `vdbguard attacks list`). Default: pii-probe and bag-of-words.",
+)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted scan resumes.")
@@ -174,6 +185,7 @@ def scan(
     url: str | None,
     option: tuple[str, ...],
     embedder: str,
+    attack_names: tuple[str, ...],
     out: Path,
     batch_size: int,
     state: Path | None,
@@ -182,16 +194,21 @@ def scan(
     fail_on: str,
 ) -> None:
     """Scan one collection and write report.json and report.md to --out."""
+    from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.progress import RichProgress
-    from vdbguard.scan import scan_collection
+    from vdbguard.scan import resolve_embedder, scan_collection
 
     connector = _open_connector(connector_name, collection, path, url, option)
     with connector, RichProgress(console) as progress:
+        model = resolve_embedder(connector, embedder)
+        if model.name != embedder:
+            console.print(f"Identified the embedder from the stored vectors: {model.name}")
         report = scan_collection(
             connector,
             connector_name=connector_name,
             location=str(path or url),
-            embedder=Embedder(embedder),
+            embedder=model,
+            attack_names=attack_names or DEFAULT_ATTACKS,
             profile=profile,
             batch_size=batch_size,
             state_path=state,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -9,11 +10,13 @@ from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
+
 from connectors.base import Connector
 from vdbguard.attacks import DEFAULT_ATTACKS
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.embedders import Embedder
-from vdbguard.errors import VdbguardError
+from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scanner import Scanner, summarise
@@ -31,6 +34,36 @@ def redact_location(location: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+AUTO_EMBEDDER = "auto"
+
+
+def resolve_embedder(connector: Connector, name_or_path: str, sample_size: int = 64) -> Embedder:
+    """The embedder named, or for ``auto`` the known model that best explains a sample of stored vectors.
+
+    The scan picks its attack models by embedder, so a wrong guess would mean wrong attacks: ``auto``
+    fails with every candidate's score rather than guess.
+    """
+    if name_or_path != AUTO_EMBEDDER:
+        return Embedder(name_or_path)
+    from vdbguard.fingerprint import identify_embedder
+
+    sample: list[np.ndarray] = []
+    for batch in connector.iter_batches(batch_size=sample_size):
+        for record in batch.records:
+            with contextlib.suppress(RecordError):  # the scan itself reports bad records
+                sample.append(record.checked_vector())
+        if len(sample) >= sample_size:
+            break
+    if not sample:
+        raise VdbguardError("--embedder auto needs stored vectors to look at, and the collection has none")
+    dimensions = {vector.size for vector in sample}
+    if len(dimensions) > 1:
+        raise VdbguardError(
+            f"stored vectors have mixed dimensions {sorted(dimensions)}", "pass --embedder NAME_OR_PATH"
+        )
+    return Embedder(identify_embedder(np.stack(sample)))
 
 
 def scan_collection(

@@ -26,7 +26,7 @@ from vdbguard.masking import mask_if
 from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
-from vdbguard.reports.schema import Evidence, Finding, RecordProblem, Severity, Summary
+from vdbguard.reports.schema import Evidence, Finding, InferredAttribute, RecordProblem, Severity, Summary
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.PERSON: Severity.MEDIUM,
@@ -173,6 +173,7 @@ class Scanner:
         evidence: list[Evidence] = []
         recovered_words: list[str] = []
         recovered_values: dict[PiiType, list[str]] = {}
+        attributes: list[InferredAttribute] = []
         for attack, inference in zip(self.attacks, inferences, strict=True):
             flag = partial(self._flag, evidence, recovered_values, attack)
             for pii_type, score in inference.type_scores.items():
@@ -185,6 +186,17 @@ class Scanner:
             if inference.recovered_text:
                 recovered_words += [word for word, _ in inference.recovered_tokens]
                 self._inversion_evidence(evidence, recovered_values, attack, inference)
+            attributes += [
+                InferredAttribute(
+                    attack=attack.name,
+                    attribute=attribute,
+                    value=mask_if(value, self.mask_pii),
+                    probability=probability,
+                    threshold=attack.threshold,
+                )
+                for attribute, (value, probability) in inference.attributes.items()
+                if probability >= attack.threshold
+            ]
 
         text = source_text(record)
         source_types: set[PiiType] = set()
@@ -211,6 +223,7 @@ class Scanner:
             recovered_words_in_source=None
             if text is None
             else sum(1 for word in set(recovered_words) if word in lowered),
+            inferred_attributes=attributes,
         )
 
     def _flag(

@@ -373,10 +373,15 @@ class AttributeProbe(Attack):
         return [row["author"] for row in self.predict_attributes(vectors)]
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
-        """Only the medical attribute maps onto a PII type: P(a condition is named) as the MEDICAL type score,
-        and the likeliest condition family as a recovered MEDICAL value. The rest: ``predict_attributes``."""
-        if "medical_family" not in self.models or len(vectors) == 0:
-            return [Inference() for _ in range(len(vectors))]
+        """The medical attribute maps onto a PII type: P(a condition is named) as the MEDICAL type score, and
+        the likeliest condition family as a recovered MEDICAL value. Sex, age band and author go into
+        ``attributes`` whenever the likeliest value is one (not "none")."""
+        if len(vectors) == 0:
+            return []
+        predicted = self.predict_attributes(vectors)
+        others = [{k: v for k, v in row.items() if k != "medical_family" and v[0] != NONE} for row in predicted]
+        if "medical_family" not in self.models:
+            return [Inference(attributes=row) for row in others]
         classes, probabilities = self.distributions(vectors)["medical_family"]
         families = [i for i, c in enumerate(classes) if c != NONE]
         presence = 1 - probabilities[:, classes.index(NONE)] if NONE in classes else probabilities.sum(axis=1)
@@ -385,7 +390,11 @@ class AttributeProbe(Attack):
             best = max(families, key=lambda c: probabilities[row, c])
             recovered = ((PiiType.MEDICAL, f"{classes[best]} condition", round(float(probabilities[row, best]), 4)),)
             results.append(
-                Inference(type_scores={PiiType.MEDICAL: round(float(presence[row]), 4)}, recovered_pii=recovered)
+                Inference(
+                    type_scores={PiiType.MEDICAL: round(float(presence[row]), 4)},
+                    recovered_pii=recovered,
+                    attributes=others[row],
+                )
             )
         return results
 

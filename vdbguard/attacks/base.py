@@ -28,6 +28,8 @@ class Inference:
     recovered_pii: tuple[tuple[PiiType, str, float], ...] = ()
     # secret exposure in bits (Carlini et al.) per known secret value, keyed by PII type
     exposure_bits: Mapping[PiiType, float] = field(default_factory=dict)
+    # sensitive attributes that are not PII types (sex, age band, author): attribute -> (value, probability)
+    attributes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
 
 
 class Attack(ABC):

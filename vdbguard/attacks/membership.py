@@ -14,6 +14,11 @@ embedder, and the person's score is the best match between a probe and any store
 scored the same way. The person's p-value is the share of null identities that score at least as high
 (with the +1 correction), and z is the distance from the null mean in null standard deviations.
 
+With a fitted ``SlotSearchAttack`` passed as ``name_model``, each stored row's score also gets the cosines
+of the person's bare first and last name in that model's learned first-/last-name spaces
+(``cos(row W_first, e(first)) + cos(row W_last, e(last))``): a name matcher trained on sentence vectors,
+which separates people with a record from people without one better than the templates alone.
+
 Limits. The test finds records that *name* the person in a way the embedding keeps: a record that refers
 to them only as "the customer" cannot be found; a very common name has a higher chance of a near-match on
 a namesake's record; and the null is only as good as its fit to the query (a name from a locale the
@@ -23,6 +28,7 @@ liberal). The p-value is per query: correct for multiple comparisons when testin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -111,18 +117,30 @@ def null_identities(kinds: Iterable[str], n: int, seed: int = 0) -> list[dict[st
         fake = Faker(locale)
         fake.seed_instance(seed * 1000 + i)
         fakers.append(fake)
+    rng = np.random.default_rng(seed)
     people = []
     for i in range(n):
         fake = fakers[i % len(fakers)]
         person: dict[str, str] = {}
+        first, last = fake.first_name(), fake.last_name()
         if "name" in kinds:
-            person["name"] = f"{fake.first_name()} {fake.last_name()}"
+            person["name"] = f"{first} {last}"
         if "email" in kinds:
-            person["email"] = fake.email()
+            person["email"] = _email_like(first, last, fake, rng)
         if "phone" in kinds:
             person["phone"] = fake.phone_number()
         people.append(person)
     return people
+
+
+def _email_like(first: str, last: str, fake: Faker, rng: np.random.Generator) -> str:
+    """Half the time derived from the name (jane.roe@, jroe@, jane_roe12@), as real addresses and most queries
+    are; a null of unrelated random addresses would make every name-derived query look present."""
+    if rng.random() < 0.5:
+        return str(fake.email())
+    f, la = (re.sub(r"[^a-z]", "", w.lower()) or "x" for w in (first, last))
+    styles = (f"{f}.{la}", f"{f[0]}{la}", f"{f}_{la}", f"{f}{la}{rng.integers(1, 99)}", f"{la}.{f[0]}", f)
+    return f"{styles[rng.integers(len(styles))]}@{fake.free_email_domain()}"
 
 
 @dataclass

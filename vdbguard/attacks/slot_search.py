@@ -13,10 +13,13 @@ Two stages, both trained on the project corpus only:
     sentence nearest to the vector, with its own name cut out), re-embedded, and the pair whose sentence
     lands closest to the vector, combined with the classifier's scores, wins.
 
-Slots are only filled where a linear PERSON probe (Song & Raghunathan 2020) says the vector holds a
-name. Each recovered value carries a probability that it appears in the source text, Platt-calibrated on
-held-out corpus rows: ``recovered_pii`` holds ``(PERSON, "First Last", P(both right))``,
-``(PERSON, "First", P(first right))`` and ``(PERSON, "Last", P(last right))``.
+Slots are only filled where a linear PERSON probe (Song & Raghunathan 2020) gives P(name) >= ``probe_gate``.
+Each recovered value carries the probability that it appears in the source text, estimated on held-out
+corpus rows as P(name present) (the Platt-calibrated probe) x P(this guess is right | a name is present)
+(a logistic calibrator on the classifier and search margins): ``recovered_pii`` holds
+``(PERSON, "First Last", P(both right))``, ``(PERSON, "First", P(first right))`` and
+``(PERSON, "Last", P(last right))``; ``recovered_text`` is "First Last" and ``recovered_tokens`` the two
+lower-cased parts with their probabilities.
 
 Limits. Only names on the gazetteer can be recovered (a compound surname is scored on its last part,
 like the evaluation harness does); a sentence naming two people yields one name; rows the probe does

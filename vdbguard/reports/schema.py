@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class Severity(StrEnum):
@@ -35,6 +35,16 @@ class Evidence(BaseModel):
     recovered: str | None = Field(default=None, description="the recovered value, masked unless --show-pii")
 
 
+class InferredAttribute(BaseModel):
+    """A sensitive attribute that is not a PII type (sex, age band, author), inferred from the vector alone."""
+
+    attack: str
+    attribute: str = Field(description="e.g. 'sex', 'age_band', 'author'")
+    value: str = Field(description="the likeliest value, masked unless --show-pii")
+    probability: float = Field(description="the attack's probability for that value; reported when >= threshold")
+    threshold: float
+
+
 class Finding(BaseModel):
     record_id: str
     collection: str
@@ -50,6 +60,9 @@ class Finding(BaseModel):
     )
     recovered_words_in_source: int | None = Field(
         default=None, description="how many recovered words occur in the stored text"
+    )
+    inferred_attributes: list[InferredAttribute] = Field(
+        default_factory=list, description="sensitive attributes inferred for a flagged record (schema 1.1)"
     )
 
 

@@ -66,6 +66,10 @@ def render_markdown(report: Report) -> str:
             f"{e.attack}: {e.pii_type} {e.score:.2f}≥{e.threshold:.2f}" + (f" `{e.recovered}`" if e.recovered else "")
             for e in finding.evidence
         )
+        evidence += "".join(
+            f"; {a.attack}: {a.attribute} `{a.value}` {a.probability:.2f}≥{a.threshold:.2f}"
+            for a in finding.inferred_attributes
+        )
         confirmed = (
             "n/a"
             if finding.confirmed_by_source is None

