@@ -201,3 +201,24 @@ def test_sparse_smaller_eps_is_noisier_and_seeds_reproduce() -> None:
     np.testing.assert_allclose(np.linalg.norm(a.apply(unit), axis=1), 1.0, atol=1e-5)
     with pytest.raises(VdbguardError, match="dimension"):
         a.apply(np.zeros((2, 10), np.float32))
+
+
+def test_protect_cli_fits_leace_on_the_corpus_and_copies_erased_vectors(
+    embedder, model_cache: Path, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from connectors.chroma import ChromaConnector
+    from tests.helpers import make_chroma_store
+    from vdbguard.cli import main
+
+    source = make_chroma_store(tmp_path / "store", "notes", 40, 384, seed=3, metric="cosine")
+    args = ["protect", "--connector", "chroma", "--path", str(tmp_path / "store"), "--collection", "notes"]
+    args += ["--to-collection", "notes-erased", "--transform", "leace", "--strength", "1", "--concept", "PERSON"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    with ChromaConnector(collection="notes-erased", path=tmp_path / "store") as connector:
+        copied = {r.id: r.vector for batch in connector.iter_batches() for r in batch.records}
+    expected = LeaceErasure(1.0).fit(*corpus_concept_set(embedder, "PERSON"))
+    for record in source:
+        np.testing.assert_allclose(copied[record.id], expected.apply(record.vector[None])[0], atol=1e-4)

@@ -310,6 +310,14 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
 @click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted copy resumes.")
 @click.option("--in-place", is_flag=True, help="Overwrite --collection itself (needs --yes).")
 @click.option("--yes", is_flag=True, help="Confirm --in-place.")
+@click.option(
+    "--concept",
+    default="PERSON",
+    show_default=True,
+    help="For concept transforms (leace, sparse): the PII type or attribute to protect, learned from "
+    "vdbguard's labelled corpus embedded with --embedder.",
+)
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors.")
 @friendly_errors
 def protect(
     connector_name: str,
@@ -324,6 +332,8 @@ def protect(
     state: Path | None,
     in_place: bool,
     yes: bool,
+    concept: str,
+    embedder: str,
 ) -> None:
     """Copy a collection through a transform into a new collection (never in place without --in-place --yes)."""
     from vdbguard.hooks.protect import protect_collection
@@ -335,13 +345,26 @@ def protect(
     if in_place and not yes:
         raise click.UsageError("--in-place rewrites every stored vector: add --yes to confirm")
     transform = load_transform_class(transform_name)(strength=strength)
+    fit_on = None
+    if transform.needs_labels:
+        from vdbguard.transforms.concepts import corpus_concept_set
+
+        with console.status(f"Learning where {concept} lives in {embedder}'s vectors"):
+            fit_on = corpus_concept_set(Embedder(embedder), concept)
     source = _open_connector(connector_name, collection, path, url, option)
     target = source if in_place else _open_connector(connector_name, to_collection, path, url, option)
     with source, target, RichProgress(console) as progress:
         total = source.describe().count
         with progress.task(f"Protecting {collection} -> {to_collection}", total) as advance:
             result = protect_collection(
-                source, target, transform, batch_size=batch_size, state_path=state, progress=advance, in_place=in_place
+                source,
+                target,
+                transform,
+                batch_size=batch_size,
+                state_path=state,
+                progress=advance,
+                in_place=in_place,
+                fit_on=fit_on,
             )
     console.print(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
 

@@ -53,6 +53,13 @@ def _embed_cached(
     return embeddings
 
 
+def embed_corpus(
+    embedder: Embedder, corpus: Sequence[LabelledText], progress: ProgressSink | None = None
+) -> np.ndarray:
+    """The corpus' embeddings, cached on disk by embedder and corpus fingerprint (as attack training uses them)."""
+    return _embed_cached(embedder, corpus, corpus_fingerprint(corpus), cache_root(), progress or Silent())
+
+
 def _defense_key(defense: Transform) -> str:
     description = json.dumps({"name": defense.name, **defense.params()}, sort_keys=True, default=str)
     return hashlib.sha256(description.encode()).hexdigest()[:12]

@@ -65,6 +65,7 @@ def protect_collection(
     fit_sample: int = 2000,
     in_place: bool = False,
     fit_labels: FitLabels | None = None,
+    fit_on: tuple[np.ndarray, np.ndarray] | None = None,
     seed: int = 0,
 ) -> ProtectResult:
     """Copy ``source`` into ``target`` with every dense vector replaced by ``transform.apply`` of it.
@@ -73,8 +74,10 @@ def protect_collection(
     source's metric and vector names and the transform's output dimension. Writing into the source
     itself (``target is source``, or the same store and collection) is refused unless ``in_place=True``:
     it overwrites the original vectors irreversibly. ``fit_labels`` gives concept labels for the fit
-    sample (transforms such as LEACE use them). Records without a usable vector are skipped and counted;
-    a transform failure stops the run with a RecordError naming the record (resume after fixing it).
+    sample (transforms such as LEACE use them); ``fit_on`` = (vectors, labels) fits on those instead of the
+    source, e.g. ``vdbguard.transforms.concepts.corpus_concept_set(embedder, "PERSON")``.
+    Records without a usable vector are skipped and counted; a transform failure stops the run with a
+    RecordError naming the record (resume after fixing it).
     """
     if batch_size < 1:
         raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
@@ -107,7 +110,9 @@ def protect_collection(
     dimension = info.dimension or _first_dimension(source, batch_size)
     if dimension is None:  # nothing with a vector to copy
         return ProtectResult(copied=0, skipped=int(info.count), dimension=None)
-    if transform.needs_fit:
+    if transform.needs_fit and fit_on is not None:
+        transform.fit(*fit_on)
+    elif transform.needs_fit:
         _fit(source, transform, batch_size, fit_sample, fit_labels, seed)
     fingerprint, out_dim = _fingerprint(transform, dimension)
     if state is None:

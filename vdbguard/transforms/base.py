@@ -18,6 +18,8 @@ class Transform(ABC):
     description: ClassVar[str]
     strength_meaning: ClassVar[str]  # e.g. "noise scale λ", "privacy budget ε (smaller is stronger)"
     needs_fit: ClassVar[bool] = False
+    # fit() needs concept labels (vdbguard.transforms.concepts builds them from the project corpus)
+    needs_labels: ClassVar[bool] = False
     # strengths the frontier sweeps, weakest first
     default_strengths: ClassVar[tuple[float, ...]] = ()
 

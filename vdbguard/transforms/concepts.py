@@ -49,15 +49,15 @@ def corpus_concept_set(
     """``n`` corpus sentences (half with PII, half clean) embedded by ``embedder``, with their concept labels.
 
     Ambiguous rows (an attribute the sentence does not settle) are left out, so fewer than ``n`` may
-    come back. Embedding 2,000 sentences takes about a minute on two CPU cores.
+    come back. The embeddings are cached on disk like the attack-training corpus.
     """
     from vdbguard.corpus import build_corpus
+    from vdbguard.training import embed_corpus
 
     items = build_corpus(n // 2, n - n // 2, seed)
     labels = concept_labels(items, concept)
     known = np.array([label is not None for label in labels])
-    kept = [item for item, ok in zip(items, known, strict=True) if ok]
-    return embedder.encode([item.text for item in kept]), labels[known]
+    return embed_corpus(embedder, items)[known], labels[known]
 
 
 def missing_labels_error(name: str) -> VdbguardError:

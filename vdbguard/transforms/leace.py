@@ -41,6 +41,7 @@ class LeaceErasure(Transform):
     )
     strength_meaning: ClassVar[str] = "share of the LEACE correction applied, in (0, 1]; 1.0 = full erasure"
     needs_fit: ClassVar[bool] = True
+    needs_labels: ClassVar[bool] = True
     default_strengths: ClassVar[tuple[float, ...]] = (0.25, 0.5, 0.75, 1.0)
 
     def __init__(self, strength: float = 1.0, seed: int | None = None, renormalize: bool | None = None) -> None:

@@ -116,6 +116,7 @@ class SparseMahalanobis(GeneralizedLaplace):
         "privacy parameter ε per unit of Mahalanobis distance (smaller is stronger; same noise energy as laplace)"
     )
     needs_fit: ClassVar[bool] = True
+    needs_labels: ClassVar[bool] = True
     default_strengths: ClassVar[tuple[float, ...]] = GeneralizedLaplace.default_strengths
 
     def __init__(
