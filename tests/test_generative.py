@@ -159,7 +159,9 @@ def corrector(trained, data, checkpoints: Path, embedder):
     from vdbguard.attacks.correction import IterativeCorrection
 
     items, vectors = data
-    attack = IterativeCorrection(steps=2, beam_width=2, candidates=2, edit_words=8, base=tiny(checkpoints))
+    attack = IterativeCorrection(
+        steps=2, beam_width=2, candidates=2, edit_words=8, base=tiny(checkpoints), name_search=False
+    )
     attack.embedder = embedder
     steps: list[int] = []
     attack.fit(items, vectors, progress=steps.append)

@@ -136,3 +136,43 @@ def test_save_load_round_trip(fitted: SlotSearchAttack, embedder, tmp_path: Path
     assert sum(a == b for a, b in zip(before, after, strict=True)) >= len(texts) - 1
     loaded.embedder = None  # without the embedder it falls back to the classifier alone, still calibrated
     assert any(i.recovered_pii for i in loaded.infer(vectors))
+
+
+def test_vec2text_puts_the_names_the_vector_holds_into_its_own_guess(fitted: SlotSearchAttack, embedder) -> None:
+    from vdbguard.attacks.correction import IterativeCorrection
+
+    items = [item for item in synthetic_pii(80, seed=5, locales=("en_US",)) if PiiType.PERSON in item.pii]
+    wrong = f"{fitted.first_names[0]} {fitted.last_names[0]}"
+    guesses, truths = [], []
+    for item in items:
+        name = max(item.values[PiiType.PERSON], key=len)
+        first, last = split_person_name(name)
+        if first and last and f"{first} {last}" in item.text:
+            guesses.append(item.text.replace(f"{first} {last}", wrong))
+            truths.append((item.text, f"{first} {last}"))
+    corrector = IterativeCorrection(steps=0, names=fitted)
+    corrector.embedder = embedder
+    found = corrector.correct(embedder.encode([t for t, _ in truths]), [[g] for g in guesses])
+    restored = np.mean([name in text for (text, _), (_, name) in zip(found, truths, strict=True)])
+    by_slot_search = fitted.infer(embedder.encode([t for t, _ in truths]))
+    alone = np.mean([i.recovered_text == name for i, (_, name) in zip(by_slot_search, truths, strict=True)])
+    # the guess is the true sentence with a wrong name: re-embedding in that sentence picks among the
+    # classifier's top names better than slot search's own nearest corpus skeleton does
+    assert len(truths) >= 20 and restored >= 0.3 and restored >= alone, (restored, alone)
+    guess_cosines = np.sum(embedder.encode(guesses) * embedder.encode([t for t, _ in truths]), axis=1)
+    assert all(cosine >= g - 1e-5 for (_, cosine), g in zip(found, guess_cosines, strict=True))
+
+
+def test_name_edits_replace_a_name_run_or_insert_the_best_pair(fitted: SlotSearchAttack) -> None:
+    from vdbguard.attacks.correction import IterativeCorrection
+
+    corrector = IterativeCorrection(names=fitted)
+    first, last = fitted.first_names[0], fitted.last_names[0]
+    edits = corrector._name_edits(f"Call {first} {last}, today.", ["Ann", "Bo"], ["Lee", "Roe"])
+    assert edits == ["Call Ann Lee, today.", "Call Ann Roe, today.", "Call Bo Lee, today.", "Call Bo Roe, today."]
+    assert corrector._name_edits("call the customer", ["Ann"], ["Lee"]) == [
+        "Ann Lee call the customer",
+        "call Ann Lee the customer",
+        "call the Ann Lee customer",
+        "call the customer Ann Lee",
+    ]

@@ -18,14 +18,20 @@ embedding-guided search:
      and next to them insert, each of the ``edit_words`` words a linear probe (ridge regression from
      embeddings to words, Song & Raghunathan's bag-of-words attack) ranks highest for
      ``probe(target) - probe(embedding(hypothesis))``: words the target has and the guess lacks.
-4. **Sequence-level beam**: keep the ``beam_width`` distinct texts closest to the target; stop after ``steps``
+4. **Names** (``name_search``): where the PERSON probe of a slot-search model
+   (:class:`~vdbguard.attacks.slot_search.SlotSearchAttack`, trained alongside) says the vector names someone, every
+   run of gazetteer names in a guess is replaced by each of its top first x last name pairs, and re-embedding
+   chooses. The decoder alone spells names it saw in training; this puts the names the embedding holds into the
+   sentence the decoder wrote.
+5. **Sequence-level beam**: keep the ``beam_width`` distinct texts closest to the target; stop after ``steps``
    rounds or once a guess reaches cosine ``stop_cosine``.
 
-Limits: words outside the corpus vocabulary can only come from the decoder, so unseen names and numbers are
-rarely recovered exactly; each step costs ~``1 + beam_width * (words + 3 * edit_positions * edit_words)``
-embedder calls per record, so deep inversion is slow (records/s is in ``metrics()`` after fit). The score of
-every recovered word is the final cosine, and the default ``threshold`` (0.9) means recovered text counts as
-evidence only when it re-embeds to within cosine 0.9 of the stored vector.
+Limits: words outside the corpus vocabulary can only come from the decoder or the name gazetteer, so unseen numbers
+are rarely recovered exactly, and a name goes in only where the guess already has one; each step costs ~``1 +
+beam_width * (words + 3 * edit_positions * edit_words)`` embedder calls per record, so deep inversion is slow
+(records/s is in ``metrics()`` after fit). The score of every recovered word is the final cosine, and the default
+``threshold`` (0.9) means recovered text counts as evidence only when it re-embeds to within cosine 0.9 of the
+stored vector.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import numpy as np
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import torch_threads
 from vdbguard.attacks.generative import GenerativeInversion
+from vdbguard.attacks.slot_search import SlotSearchAttack
 from vdbguard.corpus import LabelledText
 
 _EDGE = re.compile(r"^(\W*)(.*?)(\W*)$", re.DOTALL)
@@ -97,7 +104,7 @@ class IterativeCorrection(Attack):
 
     name: ClassVar[str] = "vec2text"
     description: ClassVar[str] = "Vec2Text-style iterative correction: re-embed guesses, edit, keep the closest"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
     kind: ClassVar[str] = "inversion"
     strength: ClassVar[int] = 30
 
@@ -115,6 +122,9 @@ class IterativeCorrection(Attack):
         threshold: float = 0.9,
         threads: int | None = None,
         base: GenerativeInversion | None = None,
+        names: SlotSearchAttack | None = None,
+        name_search: bool = True,
+        name_locales: Sequence[str] | None = None,
     ) -> None:
         self.steps = steps
         self.beam_width = beam_width
@@ -128,6 +138,12 @@ class IterativeCorrection(Attack):
         self.threshold = threshold
         self.threads = threads
         self.base = base or GenerativeInversion()
+        self.name_search = name_search
+        self.name_locales = list(name_locales) if name_locales is not None else None
+        self.names: SlotSearchAttack | None = None
+        self._name_words: frozenset[str] = frozenset()
+        if names is not None:  # a slot-search model trained already is used as it is, like ``base``
+            self._use_names(names)
         self.probe: _Probe | None = None
         self._metrics: dict[str, float] = {}
 
@@ -137,7 +153,14 @@ class IterativeCorrection(Attack):
             self.base.fit(items, embeddings, progress)
         texts = [item.text for item in items]
         self.probe = _Probe.fit(texts, l2_normalise(embeddings), self.probe_vocabulary)
+        if self.name_search and self.names is None:
+            names = SlotSearchAttack(locales=self.name_locales)
+            names.embedder = self.embedder
+            names.fit(items, embeddings)
+            self._use_names(names)
         self._metrics = {f"base_{k}": v for k, v in self.base.metrics().items()}
+        if self.names is not None:
+            self._metrics |= {f"names_{k}": v for k, v in self.names.metrics().items()}
         held = list(range(min(16, len(texts))))
         if self.embedder is not None and held:
             started = time.perf_counter()
@@ -151,7 +174,37 @@ class IterativeCorrection(Attack):
                 float(np.mean([token_f1(p, texts[i]) for p, i in zip(predictions, held, strict=True)])), 4
             )
 
+    def _use_names(self, names: SlotSearchAttack) -> None:
+        self.names = names
+        self._name_words = frozenset(names.first_names) | frozenset(names.last_names)
+
     # ------------------------------------------------------------------ the search
+
+    def _name_edits(self, text: str, firsts: Sequence[str], lasts: Sequence[str]) -> list[str]:
+        """The text with each run of capitalised gazetteer names replaced by every candidate "First Last"; a
+        text without one gets the best pair inserted at every position (the next pass refines it)."""
+        tokens = text.split()
+        if not firsts or not lasts:
+            return []
+        is_name = [bool(core) and core[0].isupper() and core in self._name_words for _, core, _ in map(_core, tokens)]
+        out = []
+        start = 0
+        while start < len(tokens):
+            if not is_name[start]:
+                start += 1
+                continue
+            end = start
+            while end < len(tokens) and is_name[end] and end - start < 3:
+                end += 1
+            lead, trail = _core(tokens[start])[0], _core(tokens[end - 1])[2]
+            for first in firsts:
+                for last in lasts:
+                    out.append(" ".join([*tokens[:start], f"{lead}{first} {last}{trail}", *tokens[end:]]))
+            start = end
+        if not out:
+            best = f"{firsts[0]} {lasts[0]}"
+            out = [" ".join([*tokens[:i], best, *tokens[i:]]) for i in range(len(tokens) + 1)]
+        return out
 
     @staticmethod
     def _deletions(text: str) -> list[str]:
@@ -186,7 +239,6 @@ class IterativeCorrection(Attack):
     def correct(self, targets: np.ndarray, hypotheses: Sequence[Sequence[str]]) -> list[tuple[str, float]]:
         """Run the correction loop from the given starting guesses; best text and its cosine per target row."""
         assert self.embedder is not None, "bind the target embedder first (the trainer does)"
-        assert self.probe is not None, "fit() or load() first"
         targets = l2_normalise(targets)
         n = len(targets)
         seen: list[dict[str, float]] = [{} for _ in range(n)]
@@ -206,7 +258,21 @@ class IterativeCorrection(Attack):
             return sorted(seen[row], key=lambda t: -seen[row][t])[: self.beam_width]
 
         score([list(h) for h in hypotheses])
-        target_scores = self.probe.scores(targets)
+        named = [] if self.names is None else self.names.name_candidates(targets)
+        gate = self.names.probe_gate if self.names is not None else 1.0
+
+        def place_names(rows: list[int]) -> None:
+            wanted = [row for row in rows if named and named[row][0] >= gate]
+            for _ in range(2):  # a name inserted by the first pass is refined over the whole grid by the second
+                candidates: list[list[str]] = [[] for _ in range(n)]
+                for row in wanted:
+                    candidates[row] = [e for text in beam(row) for e in self._name_edits(text, *named[row][1:])]
+                score(candidates)
+
+        place_names(list(range(n)))
+        if self.steps:
+            assert self.probe is not None, "fit() or load() first"
+            target_scores = self.probe.scores(targets)
         for _ in range(self.steps):
             active = [row for row in range(n) if max(seen[row].values()) < self.stop_cosine]
             if not active:
@@ -236,6 +302,7 @@ class IterativeCorrection(Attack):
                     if not tokens:
                         candidates[row] += words
             score(candidates)
+            place_names(active)
         return [max(seen[row].items(), key=lambda kv: kv[1]) for row in range(n)]
 
     def _search(self, targets: np.ndarray) -> list[tuple[str, float]]:
@@ -265,6 +332,8 @@ class IterativeCorrection(Attack):
         assert self.probe is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
         self.base.save(directory / "base")
+        if self.names is not None:
+            self.names.save(directory / "names")
         np.savez(directory / "probe.npz", weights=self.probe.weights.astype(np.float16))
         settings = {
             "steps": self.steps,
@@ -277,6 +346,8 @@ class IterativeCorrection(Attack):
             "probe_vocabulary": self.probe_vocabulary,
             "chunk_size": self.chunk_size,
             "threshold": self.threshold,
+            "name_search": self.name_search,
+            "name_locales": self.name_locales,
             "vocabulary": self.probe.vocabulary,
             "metrics": self._metrics,
         }
@@ -290,4 +361,6 @@ class IterativeCorrection(Attack):
         with np.load(directory / "probe.npz") as data:
             attack.probe = _Probe(vocabulary, data["weights"].astype(np.float32))
         attack._metrics = metrics
+        if (directory / "names").is_dir():
+            attack._use_names(SlotSearchAttack.load(directory / "names"))
         return attack

@@ -372,6 +372,24 @@ class SlotSearchAttack(Attack):
 
     # ----- attack -----------------------------------------------------------------------------------
 
+    def name_candidates(self, vectors: np.ndarray) -> list[tuple[float, list[str], list[str]]]:
+        """Per vector: P(it names a person) and the classifier's ``top_k`` first and last names, best first.
+
+        For attacks that place names into text of their own (vec2text) and let re-embedding choose.
+        """
+        if not self.first_names:
+            raise RuntimeError("fit() or load() first")
+        x = l2_normalise(vectors)
+        c = self._candidates(x)
+        return [
+            (
+                float(p),
+                [self.first_names[i] for i in c.first[row]],
+                [self.last_names[i] for i in c.last[row]],
+            )
+            for row, p in enumerate(self.person_probability(x))
+        ]
+
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
         if not self.first_names:
             raise RuntimeError("fit() or load() first")
