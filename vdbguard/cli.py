@@ -290,8 +290,9 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
     started = time.perf_counter()
     with RichProgress(console) as progress:
         (attack,) = trained_attacks(model, [attack_cls.name], profile=profile, progress=progress)
+    training_seconds = round(time.perf_counter() - started, 2)
     metrics = evaluate_inversion(attack, model, items)
-    metrics["training_seconds"] = round(time.perf_counter() - started, 2)
+    metrics["training_seconds"] = training_seconds
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2))
     click.echo(json.dumps(metrics, indent=2))

@@ -9,6 +9,7 @@ which is why it is paired with the PII probes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -128,13 +129,19 @@ class BagOfWordsInversion(Attack):
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
         probabilities = self._probabilities(torch.from_numpy(l2_normalise(vectors)))
-        top = np.argsort(-probabilities, axis=1)[:, : self.max_words]
-        results = []
-        for row, columns in zip(probabilities, top, strict=True):
-            tokens = tuple(
-                (self.vocabulary[c], round(float(row[c]), 4)) for c in columns if row[c] >= self.word_threshold
+        results = [Inference() for _ in range(len(probabilities))]
+        # most rows recover no word at all: rank only the rows and columns that reach the threshold
+        rows, columns = np.nonzero(probabilities >= self.word_threshold)
+        scores = probabilities[rows, columns]
+        order = np.lexsort((columns, -scores, rows))  # by row, then most probable first
+        rows, columns, scores = rows[order], columns[order], scores[order]
+        bounds = np.flatnonzero(np.diff(rows, prepend=-1, append=-1))  # where each row's run starts, and the end
+        for start, end in itertools.pairwise(bounds):
+            picked = range(start, min(end, start + self.max_words))
+            tokens = tuple((self.vocabulary[columns[i]], round(float(scores[i]), 4)) for i in picked)
+            results[rows[start]] = Inference(
+                recovered_text=" ".join(word for word, _ in tokens), recovered_tokens=tokens
             )
-            results.append(Inference(recovered_text=" ".join(word for word, _ in tokens), recovered_tokens=tokens))
         return results
 
     def metrics(self) -> dict[str, float]:
