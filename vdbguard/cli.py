@@ -376,11 +376,18 @@ def _defense_items(data: Path):
     return load_jsonl(data)
 
 
+_DEFENSE_ATTACK_HELP = (
+    "Attack to measure leakage with (repeatable); the strongest result counts. "
+    "Default: slot-search and bag-of-words when the data has names, else bag-of-words; add gradient (slower) "
+    "before trusting concept erasure (leace, sparse), which blinds slot-search's probe but not gradient inversion."
+)
+
+
 @main.command("evaluate-defense")
 @click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
 @click.option("--transform", "transform_name", required=True)
 @click.option("--strength", type=float, required=True)
-@click.option("--attack", "attack_name", default="strongest", show_default=True)
+@click.option("--attack", "attack_names", multiple=True, help=_DEFENSE_ATTACK_HELP)
 @click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
 @click.option("--no-adaptive", is_flag=True, help="Skip retraining the attacker on protected vectors.")
@@ -390,13 +397,13 @@ def evaluate_defense_command(
     data: Path,
     transform_name: str,
     strength: float,
-    attack_name: str,
+    attack_names: tuple[str, ...],
     embedder: str,
     profile: str,
     no_adaptive: bool,
     out: Path,
 ) -> None:
-    """What one transform costs retrieval and what it buys against the attack (and an adaptive attacker)."""
+    """What one transform costs retrieval and what it buys against the attacks (and an adaptive attacker)."""
     from vdbguard.defense_eval import evaluate_defense
     from vdbguard.progress import RichProgress
     from vdbguard.transforms import load_transform_class
@@ -407,7 +414,7 @@ def evaluate_defense_command(
             transform,
             Embedder(embedder),
             _defense_items(data),
-            attack_name=attack_name,
+            attacks=attack_names,
             profile=profile,
             adaptive=not no_adaptive,
             progress=progress,
@@ -423,7 +430,7 @@ def evaluate_defense_command(
 @click.option("--max-recall-loss", type=float, default=0.02, show_default=True)
 @click.option("--target-leakage-cut", type=float, default=0.9, show_default=True)
 @click.option("--transform", "transform_names", multiple=True, help="Transforms to try (default: all).")
-@click.option("--attack", "attack_name", default="strongest", show_default=True)
+@click.option("--attack", "attack_names", multiple=True, help=_DEFENSE_ATTACK_HELP)
 @click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Write every measured point as JSON.")
@@ -433,30 +440,36 @@ def calibrate(
     max_recall_loss: float,
     target_leakage_cut: float,
     transform_names: tuple[str, ...],
-    attack_name: str,
+    attack_names: tuple[str, ...],
     embedder: str,
     profile: str,
     out: Path | None,
 ) -> None:
-    """Pick the weakest transform setting that meets the leakage target within the recall budget."""
+    """Pick the weakest transform setting that meets the leakage target within the recall budget.
+
+    Each transform's strengths are tried weakest first, against the attacker trained on clean vectors;
+    among transforms, the chosen setting is the one that loses the least recall.
+    """
     from vdbguard.defense_eval import evaluate_defense
     from vdbguard.progress import RichProgress
     from vdbguard.transforms import transform_classes
 
     classes = transform_classes()
+    unknown = sorted(set(transform_names) - set(classes))
+    if unknown:
+        raise VdbguardError(f"unknown transform(s) {', '.join(unknown)}", "see `vdbguard transforms list`")
     names = transform_names or tuple(n for n, c in sorted(classes.items()) if c.default_strengths)
     items, model, points, chosen = _defense_items(data), Embedder(embedder), [], None
     with RichProgress(console) as progress:
         for name in names:
             for strength in classes[name].default_strengths:
+                try:
+                    transform = classes[name](strength=strength, seed=0)
+                except VdbguardError as exc:  # a keyed transform without a key: say so, try the others
+                    console.print(f"skipped {name}: {exc}")
+                    break
                 point = evaluate_defense(
-                    classes[name](strength=strength, seed=0),
-                    model,
-                    items,
-                    attack_name=attack_name,
-                    profile=profile,
-                    adaptive=False,
-                    progress=progress,
+                    transform, model, items, attacks=attack_names, profile=profile, adaptive=False, progress=progress
                 )
                 points.append(point)
                 if point.recall_loss > max_recall_loss:

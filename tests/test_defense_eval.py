@@ -1,0 +1,123 @@
+"""Defense evaluation on real MiniLM vectors: what the clean-trained and the adaptive attacker recover.
+
+Bag-of-words on the small profile only (cached by ``model_cache``), 60 held-out sentences: seconds
+once the models are cached; one adaptive retraining (about 20 s) on a cold cache.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from vdbguard.cli import main
+from vdbguard.corpus import synthetic_pii
+from vdbguard.defense_eval import AttackLeakage, DefensePoint, default_attacks, evaluate_defense
+from vdbguard.evaluation import EvalItem
+from vdbguard.pii import PiiType
+from vdbguard.transforms.keyed import KEY_ENV, SecretRotation
+
+KEY = "vdbguard-test-key-not-secret-0123456789"  # public: the tests only need a fixed key
+
+
+@pytest.fixture(scope="module")
+def sentences() -> list[EvalItem]:
+    """Held-out PII sentences scored on their words (no names given), where bag-of-words is strong."""
+    return [EvalItem(item.text) for item in synthetic_pii(60, seed=999, locales=("en_NZ", "en_IN"))]
+
+
+def test_default_attacks_follow_what_the_data_can_score() -> None:
+    assert default_attacks([EvalItem("a line", ("Jane Doe",)), EvalItem("b")]) == ("slot-search", "bag-of-words")
+    assert default_attacks([EvalItem("a line"), EvalItem("b")]) == ("bag-of-words",)
+
+
+def test_an_attack_that_cannot_run_earns_the_transform_no_cut() -> None:
+    point = DefensePoint(
+        transform="pca",
+        strength=256,
+        neighbour_recall_at_10=1.0,
+        recall_at_10=1.0,
+        ndcg_at_10=1.0,
+        recall_at_10_clean=1.0,
+        ndcg_at_10_clean=1.0,
+        leakage_clean=0.4,
+        leakage_protected=None,
+        leakage_protected_adaptive=0.04,
+        seconds=1.0,
+        attacks={"slot-search": AttackLeakage(0.4, None, None), "bag-of-words": AttackLeakage(0.01, None, 0.04)},
+    )
+    assert point.unmeasured == ["slot-search"] and point.leakage_cut == 0.0
+    measured = DefensePoint(**{**point.__dict__, "attacks": {"bag-of-words": AttackLeakage(0.4, None, 0.04)}})
+    assert measured.leakage_cut == pytest.approx(0.9)
+
+
+def test_rotation_blinds_only_the_clean_trained_attacker(embedder, model_cache: Path, sentences) -> None:
+    point = evaluate_defense(
+        SecretRotation(key=KEY), embedder, sentences, attacks=("bag-of-words",), profile="small", adaptive=True
+    )
+    assert point.recall_loss == pytest.approx(0.0, abs=1e-9) and point.neighbour_recall_at_10 > 0.99
+    assert point.leakage_clean > 0.2, point
+    assert point.leakage_protected < 0.25 * point.leakage_clean, point  # the attacker cannot read rotated vectors
+    assert point.leakage_protected_adaptive > 0.7 * point.leakage_clean, point  # ... until it retrains on them
+    assert point.attacks["bag-of-words"].adaptive == point.leakage_protected_adaptive
+    assert point.attacked_records == len(sentences)
+
+
+def test_concept_transform_is_fit_on_the_labelled_corpus_not_the_evaluated_data(
+    embedder, model_cache: Path, sentences
+) -> None:
+    from vdbguard.transforms.leace import LeaceErasure
+
+    first, second = LeaceErasure(1.0), LeaceErasure(1.0)
+    for transform, items in ((first, sentences[:30]), (second, sentences[30:])):
+        evaluate_defense(transform, embedder, items, attacks=("bag-of-words",), profile="small", adaptive=False)
+    probe = embedder.encode(["Aroha Ngata was admitted on 3 May."])
+    assert np.array_equal(first.apply(probe), second.apply(probe))  # same fit whatever was evaluated
+    assert first.rank == 1  # one binary concept ("names a person"), so labels reached fit()
+
+
+def test_attack_limit_samples_records_that_name_someone(embedder, model_cache: Path) -> None:
+    items = [EvalItem(t.text, tuple(t.values.get(PiiType.PERSON, ()))) for t in synthetic_pii(40, seed=999)]
+    point = evaluate_defense(
+        SecretRotation(key=KEY),
+        embedder,
+        items,
+        attacks=("bag-of-words",),
+        profile="small",
+        adaptive=False,
+        attack_limit=5,
+    )
+    assert point.attacked_records == 5 < sum(bool(item.names) for item in items)
+
+
+def test_evaluate_defense_cli_writes_the_contract_keys(
+    model_cache: Path, sentences, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "heldout.jsonl"
+    data.write_text("\n".join(json.dumps({"text": item.text}) for item in sentences))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    out = tmp_path / "defense.json"
+    args = ["evaluate-defense", "--data", str(data), "--transform", "rotation", "--strength", "1"]
+    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--profile", "small", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text())
+    for key in ("neighbour_recall_at_10", "leakage_clean", "leakage_protected", "leakage_protected_adaptive"):
+        assert 0 <= written[key] <= 1, (key, written)
+    assert written["seconds"] > 0 and written["attacks"]["bag-of-words"]["adaptive"] is not None
+
+
+def test_calibrate_skips_a_keyed_transform_without_a_key_and_tries_the_rest(
+    model_cache: Path, sentences, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "heldout.jsonl"
+    data.write_text("\n".join(json.dumps({"text": item.text}) for item in sentences))
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    out = tmp_path / "points.json"
+    args = ["calibrate", "--data", str(data), "--transform", "dcpe", "--transform", "binary", "--profile", "small"]
+    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--out", str(out)])
+    assert result.exit_code in (0, 1), result.output
+    assert "skipped dcpe" in result.output and KEY_ENV in result.output
+    assert [p["transform"] for p in json.loads(out.read_text())] == ["binary"]
