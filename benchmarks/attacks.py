@@ -200,7 +200,13 @@ def exposure_metrics(embedder: Embedder, profile: str, n: int) -> dict:
     }
 
 
-def membership_metrics(embedder: Embedder, profile: str, pii: Sequence[LabelledText], with_names: bool) -> dict:
+def membership_metrics(
+    embedder: Embedder,
+    profile: str,
+    pii: Sequence[LabelledText],
+    with_names: bool,
+    null_locales: Sequence[str] | None = None,
+) -> dict:
     """AUC of presence scores for people with a record in the store against people without one."""
     from vdbguard.attacks.membership import presence_scores
 
@@ -216,7 +222,8 @@ def membership_metrics(embedder: Embedder, profile: str, pii: Sequence[LabelledT
     vectors = embedder.encode(store)
     name_model = trained(embedder, "slot-search", profile)[0] if with_names else None
     people = [{"name": name} for name in present + absent]
-    results, wall, _ = timed(lambda: presence_scores(embedder, vectors, people, name_model=name_model))
+    locales = {"null_locales": tuple(null_locales)} if null_locales else {}
+    results, wall, _ = timed(lambda: presence_scores(embedder, vectors, people, name_model=name_model, **locales))
     truth = np.array([True] * k + [False] * k)
     scores = np.array([r.score for r in results])
     called = np.array([r.present for r in results])
@@ -225,6 +232,7 @@ def membership_metrics(embedder: Embedder, profile: str, pii: Sequence[LabelledT
         "present_people": k,
         "absent_people": k,
         "name_model": "slot-search" if with_names else None,
+        "null_locales": list(null_locales) if null_locales else "training corpus",
         "auc": round(float(roc_auc_score(truth, scores)), 4),
         "true_positive_rate_p05": round(float(called[truth].mean()), 4),
         "false_positive_rate_p05": round(float(called[~truth].mean()), 4),
@@ -330,6 +338,10 @@ def main() -> None:
         measure("secret-exposure", lambda: exposure_metrics(embedder, args.profile, args.exposure_n))
     if "membership" in attacks:
         measure("membership", lambda: membership_metrics(embedder, args.profile, pii_items[: args.n * 2], False))
+        measure(
+            "membership-matched-null",
+            lambda: membership_metrics(embedder, args.profile, pii_items[: args.n * 2], False, HELDOUT_LOCALES),
+        )
         if "slot-search" in attacks:
             measure(
                 "membership-names", lambda: membership_metrics(embedder, args.profile, pii_items[: args.n * 2], True)
