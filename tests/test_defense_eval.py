@@ -101,9 +101,11 @@ def test_evaluate_defense_cli_writes_the_contract_keys(
     monkeypatch.setenv(KEY_ENV, KEY)
     out = tmp_path / "defense.json"
     args = ["evaluate-defense", "--data", str(data), "--transform", "rotation", "--strength", "1"]
-    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--profile", "small", "--out", str(out)])
+    args += ["--attack", "bag-of-words", "--attack-limit", "10", "--profile", "small", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     written = json.loads(out.read_text())
+    assert written["attacked_records"] == 10
     for key in ("neighbour_recall_at_10", "leakage_clean", "leakage_protected", "leakage_protected_adaptive"):
         assert 0 <= written[key] <= 1, (key, written)
     assert written["seconds"] > 0 and written["attacks"]["bag-of-words"]["adaptive"] is not None

@@ -391,6 +391,11 @@ _DEFENSE_ATTACK_HELP = (
 @click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
 @click.option("--no-adaptive", is_flag=True, help="Skip retraining the attacker on protected vectors.")
+@click.option(
+    "--attack-limit",
+    type=click.IntRange(1),
+    help="Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @friendly_errors
 def evaluate_defense_command(
@@ -401,6 +406,7 @@ def evaluate_defense_command(
     embedder: str,
     profile: str,
     no_adaptive: bool,
+    attack_limit: int | None,
     out: Path,
 ) -> None:
     """What one transform costs retrieval and what it buys against the attacks (and an adaptive attacker)."""
@@ -415,6 +421,7 @@ def evaluate_defense_command(
             Embedder(embedder),
             _defense_items(data),
             attacks=attack_names,
+            attack_limit=attack_limit,
             profile=profile,
             adaptive=not no_adaptive,
             progress=progress,
