@@ -10,6 +10,7 @@ import numpy as np
 
 from connectors.base import CollectionInfo, Connector
 from vdbguard.records import Batch, VectorRecord
+from vdbguard.transforms.base import Transform
 
 
 def free_port() -> int:
@@ -66,3 +67,14 @@ class ListConnector(Connector):
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         raise AssertionError("a scan must never write")
+
+
+class Offset(Transform):
+    """Adds ``strength`` to every coordinate: easy to check exactly in what the engine stored."""
+
+    name = "offset"
+    description = "adds a constant"
+    strength_meaning = "offset"
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        return np.asarray(vectors, dtype=np.float32) + np.float32(self.strength)

@@ -11,22 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers import Offset
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks import ProtectAll, ProtectFlagged, guard
 from vdbguard.transforms.base import Transform
 
 POISON = 999.0  # a first coordinate the failing transforms below refuse
-
-
-class Offset(Transform):
-    """Adds ``strength`` to every coordinate: easy to check exactly in what the engine stored."""
-
-    name = "offset"
-    description = "adds a constant"
-    strength_meaning = "offset"
-
-    def apply(self, vectors: np.ndarray) -> np.ndarray:
-        return np.asarray(vectors, dtype=np.float32) + np.float32(self.strength)
 
 
 class FailsOnPoison(Offset):

@@ -11,20 +11,11 @@ import pytest
 
 from connectors.chroma import ChromaConnector
 from connectors.qdrant import QdrantConnector
-from tests.helpers import make_chroma_store, make_records
+from tests.helpers import Offset, make_chroma_store, make_records
 from vdbguard.errors import VdbguardError
 from vdbguard.hooks.protect import protect_collection
 from vdbguard.records import VectorRecord
 from vdbguard.transforms.base import Transform
-
-
-class Offset(Transform):
-    name = "offset"
-    description = "adds a constant"
-    strength_meaning = "offset"
-
-    def apply(self, vectors: np.ndarray) -> np.ndarray:
-        return np.asarray(vectors, dtype=np.float32) + np.float32(self.strength)
 
 
 class CenteredTruncate(Transform):
