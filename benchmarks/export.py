@@ -34,8 +34,7 @@ class Store:
 
 def chroma_store() -> Store:
     import chromadb
-
-    from connectors.chroma import ChromaConnector
+    from vdbguard.connectors.chroma import ChromaConnector
 
     def fill(root: Path, records: list[VectorRecord]) -> dict:
         with ChromaConnector(collection="bench", path=root / "chroma", create=True) as connector:
@@ -66,8 +65,7 @@ def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -
 
 def lancedb_store() -> Store:
     import lancedb
-
-    from connectors.lancedb import LanceDBConnector
+    from vdbguard.connectors.lancedb import LanceDBConnector
 
     def fill(root: Path, records: list[VectorRecord]) -> dict:
         _fill(LanceDBConnector(collection="bench", path=str(root / "lance")), records)
@@ -82,8 +80,7 @@ def lancedb_store() -> Store:
 
 def qdrant_edge_store() -> Store:
     import qdrant_edge
-
-    from connectors.qdrant_edge import QdrantEdgeConnector
+    from vdbguard.connectors.qdrant_edge import QdrantEdgeConnector
 
     def fill(root: Path, records: list[VectorRecord]) -> dict:
         _fill(QdrantEdgeConnector(collection="bench", path=str(root / "edge")), records, "l2")
@@ -106,8 +103,7 @@ def qdrant_edge_store() -> Store:
 
 def milvus_store() -> Store:
     from pymilvus import MilvusClient
-
-    from connectors.milvus import MilvusConnector
+    from vdbguard.connectors.milvus import MilvusConnector
 
     def fill(root: Path, records: list[VectorRecord]) -> dict:
         _fill(MilvusConnector(collection="bench", path=str(root / "milvus.db")), records)

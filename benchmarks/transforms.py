@@ -24,10 +24,12 @@ from collections.abc import Callable
 import numpy as np
 
 from vdbguard.transforms.base import Transform
+from vdbguard.transforms.dcpe import DcpeScaleAndPerturb
 from vdbguard.transforms.gaussian import GaussianNoise
-from vdbguard.transforms.keyed import ScaleAndPerturb, SecretRotation, alignment_attack
+from vdbguard.transforms.keyed import alignment_attack
 from vdbguard.transforms.ldp import GeneralizedLaplace, Purkayastha
 from vdbguard.transforms.quantize import BinaryQuantize, Int8Quantize, PcaReduce, ProductQuantize
+from vdbguard.transforms.rotation import SecretRotation
 
 BENCH_KEY = bytes(range(32))  # a fixed, public benchmark key: never use it for real data
 
@@ -41,8 +43,8 @@ CASES: dict[str, tuple[str, Callable[[], Transform]]] = {
     "binary": ("-", lambda: BinaryQuantize()),
     "pq": ("8 bits × d/8 subspaces", lambda: ProductQuantize(8, seed=0)),
     "pca": ("k = 128", lambda: PcaReduce(128)),
-    "dcpe": ("β = 1", lambda: ScaleAndPerturb(1.0, seed=0, key=BENCH_KEY)),
-    "dcpe-rotate": ("β = 1, rotate", lambda: ScaleAndPerturb(1.0, seed=0, key=BENCH_KEY, rotate=True)),
+    "dcpe": ("β = 1", lambda: DcpeScaleAndPerturb(1.0, seed=0, key=BENCH_KEY)),
+    "dcpe-rotate": ("β = 1, rotate", lambda: DcpeScaleAndPerturb(1.0, seed=0, key=BENCH_KEY, rotate=True)),
     "rotation": ("-", lambda: SecretRotation(key=BENCH_KEY)),
 }
 
@@ -103,7 +105,7 @@ def alignment_table() -> None:
     print(f"\n| transform | recall@10 | attack cosine, lstsq ({len(known)} pairs) | attack cosine, Procrustes |")
     print("|---|---|---|---|")
     cases: list[tuple[str, Transform]] = [("rotation", SecretRotation(key=BENCH_KEY))]
-    cases += [(f"dcpe β = {b}", ScaleAndPerturb(b, seed=0, key=BENCH_KEY)) for b in (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)]
+    cases += [(f"dcpe β = {b}", DcpeScaleAndPerturb(b, seed=0, key=BENCH_KEY)) for b in (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)]
     for label, t in cases:
         stored, target = t.apply(known), t.apply(unseen)
         found = l2_top(t.apply_query(unseen), stored)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 
-from connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.base import CollectionInfo, Connector
+
+from vdbguard import plugins
 from vdbguard.errors import MissingExtraError, VdbguardError
 
 __all__ = ["CollectionInfo", "Connector", "ConnectorEntry", "available_connectors", "load_connector"]
@@ -24,25 +25,17 @@ def _extra_of(name: str) -> str:
     return name.partition("-")[0]
 
 
-def _entry_points() -> dict:
-    return {ep.name: ep for ep in entry_points(group="vdbguard.connectors")}
-
-
 def load_connector(name: str) -> type[Connector]:
     """The connector class registered under ``name``; a clear install hint when its extra is missing."""
-    registered = _entry_points()
-    if name not in registered:
-        known = ", ".join(sorted(registered)) or "none"
-        raise VdbguardError(f"unknown connector {name!r}", f"choose one of: {known}")
     try:
-        return registered[name].load()
+        return plugins.load("connectors", name)
     except ImportError as exc:
         raise MissingExtraError(f"the {name} connector", _extra_of(name)) from exc
 
 
 def available_connectors() -> list[ConnectorEntry]:
     entries = []
-    for name in sorted(_entry_points()):
+    for name in plugins.names("connectors"):
         try:
             cls = load_connector(name)
             entries.append(ConnectorEntry(name, cls.extra, True))

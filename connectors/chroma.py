@@ -17,9 +17,9 @@ import httpx
 import numpy as np
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 from chromadb.errors import NotFoundError
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.retry import http_status_is_transient, with_retries
 
-from connectors.base import CollectionInfo, Connector
-from connectors.retry import http_status_is_transient, with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

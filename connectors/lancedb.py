@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import lancedb
 import numpy as np
 import pyarrow as pa
+from vdbguard.connectors.base import CollectionInfo, Connector
 
-from connectors.base import CollectionInfo, Connector
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 import grpc
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.retry import with_retries
 
-from connectors.base import CollectionInfo, Connector
-from connectors.retry import with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

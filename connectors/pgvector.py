@@ -18,9 +18,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.retry import with_retries
 
-from connectors.base import CollectionInfo, Connector
-from connectors.retry import with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

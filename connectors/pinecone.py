@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from pinecone import Pinecone, ServerlessSpec
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.retry import http_status_is_transient, with_retries
 
-from connectors.base import CollectionInfo, Connector
-from connectors.retry import http_status_is_transient, with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

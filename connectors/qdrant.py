@@ -24,9 +24,9 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.retry import http_status_is_transient, with_retries
 
-from connectors.base import CollectionInfo, Connector
-from connectors.retry import http_status_is_transient, with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

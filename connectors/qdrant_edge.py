@@ -12,9 +12,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import qdrant_edge
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.qdrant import (
+    VectorLayout,
+    as_bool,
+    copy_tree_sparse,
+    decode_cursor,
+    encode_cursor,
+    point_id_of,
+)
 
-from connectors.base import CollectionInfo, Connector
-from connectors.qdrant import VectorLayout, as_bool, copy_tree_sparse, decode_cursor, encode_cursor, point_id_of
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

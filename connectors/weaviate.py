@@ -16,6 +16,8 @@ import grpc
 import httpx
 import numpy as np
 import weaviate
+from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.retry import http_status_is_transient, with_retries
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.tenants import Tenant, TenantActivityStatus
@@ -29,8 +31,6 @@ from weaviate.exceptions import (
     WeaviateTimeoutError,
 )
 
-from connectors.base import CollectionInfo, Connector
-from connectors.retry import http_status_is_transient, with_retries
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+from vdbguard.connectors.base import CollectionInfo, Connector
 
-from connectors.base import CollectionInfo, Connector
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.transforms.base import Transform
 
@@ -42,7 +42,7 @@ def make_chroma_store(
 ) -> list[VectorRecord]:
     """Write ``n`` random records into an embedded Chroma store at ``path`` (created if missing)
     through the connector's upsert, and return the records written."""
-    from connectors.chroma import ChromaConnector
+    from vdbguard.connectors.chroma import ChromaConnector
 
     records = make_records(n, dim, seed, collection=collection)
     with ChromaConnector(collection=collection, path=path, create=True, metric=metric) as connector:

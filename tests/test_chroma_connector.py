@@ -15,8 +15,9 @@ import pytest
 
 chromadb = pytest.importorskip("chromadb")
 
-from connectors import load_connector  # noqa: E402
-from connectors.chroma import ChromaConnector  # noqa: E402
+from vdbguard.connectors import load_connector  # noqa: E402
+from vdbguard.connectors.chroma import ChromaConnector  # noqa: E402
+
 from tests.helpers import free_port, make_chroma_store, make_records  # noqa: E402
 from vdbguard.errors import (  # noqa: E402
     CollectionNotFoundError,

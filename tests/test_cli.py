@@ -55,7 +55,8 @@ def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store,
 
 
 def test_reports_never_contain_the_stored_pii_unless_asked(scan_args, pii_store, tmp_path: Path) -> None:
-    from connectors.chroma import ChromaConnector
+    from vdbguard.connectors.chroma import ChromaConnector
+
     from vdbguard.detectors.presidio import PresidioDetector
 
     run(*scan_args, "--out", str(tmp_path / "masked"), "--fail-on", "never")

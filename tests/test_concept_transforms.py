@@ -207,8 +207,8 @@ def test_protect_cli_fits_leace_on_the_corpus_and_copies_erased_vectors(
     embedder, model_cache: Path, tmp_path: Path
 ) -> None:
     from click.testing import CliRunner
+    from vdbguard.connectors.chroma import ChromaConnector
 
-    from connectors.chroma import ChromaConnector
     from tests.helpers import make_chroma_store
     from vdbguard.cli import main
 

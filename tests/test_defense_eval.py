@@ -18,7 +18,8 @@ from vdbguard.corpus import synthetic_pii
 from vdbguard.defense_eval import AttackLeakage, DefensePoint, default_attacks, evaluate_defense
 from vdbguard.evaluation import EvalItem
 from vdbguard.pii import PiiType
-from vdbguard.transforms.keyed import KEY_ENV, SecretRotation
+from vdbguard.transforms.keyed import KEY_ENV
+from vdbguard.transforms.rotation import SecretRotation
 
 KEY = "vdbguard-test-key-not-secret-0123456789"  # public: the tests only need a fixed key
 

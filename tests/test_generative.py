@@ -73,14 +73,14 @@ def trained(data, checkpoints: Path, embedder):
 
 
 def test_both_attacks_are_registered_inversions_stronger_than_bag_of_words() -> None:
-    from vdbguard.attacks.correction import IterativeCorrection
     from vdbguard.attacks.generative import GenerativeInversion
+    from vdbguard.attacks.vec2text import Vec2TextInversion
 
     assert load_attack_class("generative") is GenerativeInversion
-    assert load_attack_class("vec2text") is IterativeCorrection
-    assert GenerativeInversion.kind == IterativeCorrection.kind == "inversion"
-    assert IterativeCorrection.strength > GenerativeInversion.strength > load_attack_class("bag-of-words").strength
-    assert load_attack_class("strongest") is IterativeCorrection
+    assert load_attack_class("vec2text") is Vec2TextInversion
+    assert GenerativeInversion.kind == Vec2TextInversion.kind == "inversion"
+    assert Vec2TextInversion.rank > GenerativeInversion.rank > load_attack_class("bag-of-words").rank
+    assert load_attack_class("strongest") is Vec2TextInversion
 
 
 def test_decoder_keeps_only_the_chosen_layers() -> None:
@@ -156,10 +156,10 @@ def test_interrupted_training_resumes_from_its_checkpoint(data, tmp_path: Path) 
 
 @pytest.fixture(scope="module")
 def corrector(trained, data, checkpoints: Path, embedder):
-    from vdbguard.attacks.correction import IterativeCorrection
+    from vdbguard.attacks.vec2text import Vec2TextInversion
 
     items, vectors = data
-    attack = IterativeCorrection(
+    attack = Vec2TextInversion(
         steps=2, beam_width=2, candidates=2, edit_words=8, base=tiny(checkpoints), name_search=False
     )
     attack.embedder = embedder
@@ -190,11 +190,11 @@ def test_correction_never_ends_further_from_the_target_than_the_base_model(corre
 
 
 def test_corrector_round_trips_through_save_and_load(corrector, data, embedder, tmp_path: Path) -> None:
-    from vdbguard.attacks.correction import IterativeCorrection
+    from vdbguard.attacks.vec2text import Vec2TextInversion
 
     _, vectors = data
     corrector.save(tmp_path)
-    loaded = IterativeCorrection.load(tmp_path)
+    loaded = Vec2TextInversion.load(tmp_path)
     loaded.embedder = embedder
     assert loaded.probe is not None and loaded.probe.vocabulary == corrector.probe.vocabulary
     assert [i.recovered_text for i in loaded.infer(vectors[:2])] == [

@@ -39,7 +39,7 @@ def inverted(attack, embedder):
 def test_registered_as_a_white_box_inversion():
     cls = load_attack_class("gradient")
     assert cls is GradientInversion
-    assert cls.kind == "inversion" and cls.strength == 5
+    assert cls.kind == "inversion" and cls.rank == 5
 
 
 def test_recovery_lands_near_the_target(inverted, embedder):

@@ -16,7 +16,9 @@ import pytest
 
 from tests.test_transforms import clustered, mean_cosine, recall_at_k, sentence_embeddings, unit_rows
 from vdbguard.errors import VdbguardError
-from vdbguard.transforms.keyed import KEY_ENV, ScaleAndPerturb, SecretRotation, alignment_attack, load_key
+from vdbguard.transforms.dcpe import DcpeScaleAndPerturb
+from vdbguard.transforms.keyed import KEY_ENV, alignment_attack, load_key
+from vdbguard.transforms.rotation import SecretRotation
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -39,7 +41,7 @@ def l2_top_k(queries: np.ndarray, docs: np.ndarray, k: int = 10) -> np.ndarray:
 def test_a_missing_key_says_how_to_set_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(VdbguardError) as info:
-        ScaleAndPerturb(0.5)
+        DcpeScaleAndPerturb(0.5)
     assert KEY_ENV in str(info.value) and "token_hex" in str(info.value)
     with pytest.raises(VdbguardError, match="at least 32"):
         SecretRotation(key=b"short")
@@ -55,7 +57,7 @@ def test_key_sources_agree_and_the_key_never_shows(monkeypatch: pytest.MonkeyPat
         load_key("a passphrase that is at least thirty-two bytes long")
         == b"a passphrase that is at least thirty-two bytes long"
     )
-    for transform in (from_env, ScaleAndPerturb(0.5, key=KEY)):
+    for transform in (from_env, DcpeScaleAndPerturb(0.5, key=KEY)):
         shown = f"{transform.params()} {transform!r}"
         assert KEY.hex() not in shown and str(KEY) not in shown
         assert "key_id" in transform.params()
@@ -67,7 +69,7 @@ def test_key_sources_agree_and_the_key_never_shows(monkeypatch: pytest.MonkeyPat
 
 def test_sap_queries_are_scaled_and_shuffled_without_noise() -> None:
     x = unit_rows(30, 64, seed=1)
-    sap = ScaleAndPerturb(1.0, seed=0, key=KEY)
+    sap = DcpeScaleAndPerturb(1.0, seed=0, key=KEY)
     q = sap.apply_query(x)
     np.testing.assert_array_equal(q, sap.apply_query(x))  # no noise on the query side
     ratio = np.linalg.norm(q[0] - q[1]) / np.linalg.norm(x[0] - x[1])
@@ -83,7 +85,7 @@ def test_sap_is_beta_distance_comparison_preserving(rotate: bool) -> None:
     """Fuchsbauer et al.'s guarantee: ‖x-y‖ < ‖x-z‖ - β ⇒ the ciphertexts compare the same way, always."""
     beta = 0.3
     x = clustered(3000, 64, 5, 0.06, seed=2)  # near pairs (same cluster) and far ones, so many triples qualify
-    sap = ScaleAndPerturb(beta, seed=0, key=KEY, rotate=rotate)
+    sap = DcpeScaleAndPerturb(beta, seed=0, key=KEY, rotate=rotate)
     c = sap.apply(x)
     rng = np.random.default_rng(0)
     i, j, k = rng.integers(0, 3000, size=(3, 20000))
@@ -100,25 +102,25 @@ def test_sap_is_beta_distance_comparison_preserving(rotate: bool) -> None:
 def test_sap_keeps_minilm_neighbours_only_with_the_right_key(minilm: tuple[np.ndarray, np.ndarray]) -> None:
     docs, queries = minilm
     truth = l2_top_k(queries, docs)
-    sap = ScaleAndPerturb(0.25, seed=0, key=KEY)
+    sap = DcpeScaleAndPerturb(0.25, seed=0, key=KEY)
     stored = sap.apply(docs)
     right = recall_at_k(truth, l2_top_k(sap.apply_query(queries), stored))
-    wrong = recall_at_k(truth, l2_top_k(ScaleAndPerturb(0.25, key=OTHER_KEY).apply_query(queries), stored))
+    wrong = recall_at_k(truth, l2_top_k(DcpeScaleAndPerturb(0.25, key=OTHER_KEY).apply_query(queries), stored))
     plain = recall_at_k(truth, l2_top_k(queries, stored))  # a query that skipped the transform
     assert right >= 0.8, right  # measured 0.97
     assert wrong < 0.1 and plain < 0.1, (wrong, plain)
-    rotated = ScaleAndPerturb(0.25, seed=0, key=KEY, rotate=True)
+    rotated = DcpeScaleAndPerturb(0.25, seed=0, key=KEY, rotate=True)
     assert recall_at_k(truth, l2_top_k(rotated.apply_query(queries), rotated.apply(docs))) >= 0.8
 
 
 def test_sap_is_deterministic_per_key_and_seed() -> None:
     x = unit_rows(40, 32, seed=3)
-    a = ScaleAndPerturb(1.0, seed=9, key=KEY).apply(x)
-    np.testing.assert_array_equal(a, ScaleAndPerturb(1.0, seed=9, key=KEY).apply(x))
-    assert not np.allclose(a, ScaleAndPerturb(1.0, seed=10, key=KEY).apply(x))
-    assert not np.allclose(a, ScaleAndPerturb(1.0, seed=9, key=OTHER_KEY).apply(x))
-    fresh = ScaleAndPerturb(1.0, key=KEY)  # no seed: fresh noise, same key map
-    np.testing.assert_array_equal(fresh.apply_query(x), ScaleAndPerturb(1.0, seed=9, key=KEY).apply_query(x))
+    a = DcpeScaleAndPerturb(1.0, seed=9, key=KEY).apply(x)
+    np.testing.assert_array_equal(a, DcpeScaleAndPerturb(1.0, seed=9, key=KEY).apply(x))
+    assert not np.allclose(a, DcpeScaleAndPerturb(1.0, seed=10, key=KEY).apply(x))
+    assert not np.allclose(a, DcpeScaleAndPerturb(1.0, seed=9, key=OTHER_KEY).apply(x))
+    fresh = DcpeScaleAndPerturb(1.0, key=KEY)  # no seed: fresh noise, same key map
+    np.testing.assert_array_equal(fresh.apply_query(x), DcpeScaleAndPerturb(1.0, seed=9, key=KEY).apply_query(x))
 
 
 # ---------------------------------------------------------------------------------------------- the alignment attack
@@ -148,7 +150,7 @@ def test_what_sap_noise_buys_against_alignment(minilm: tuple[np.ndarray, np.ndar
     truth = l2_top_k(unseen, known)
     rows = []
     for beta in (0.0, 0.25, 0.5, 1.0, 2.0, 4.0):
-        sap = ScaleAndPerturb(beta, seed=0, key=KEY)
+        sap = DcpeScaleAndPerturb(beta, seed=0, key=KEY)
         stored = sap.apply(known)
         recall = recall_at_k(truth, l2_top_k(sap.apply_query(unseen), stored))
         target = sap.apply(unseen)

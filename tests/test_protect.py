@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from vdbguard.connectors.chroma import ChromaConnector
+from vdbguard.connectors.qdrant import QdrantConnector
 
-from connectors.chroma import ChromaConnector
-from connectors.qdrant import QdrantConnector
 from tests.helpers import Offset, make_chroma_store, make_records
 from vdbguard.errors import VdbguardError
 from vdbguard.hooks.protect import protect_collection

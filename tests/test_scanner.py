@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from vdbguard.connectors.chroma import ChromaConnector
 
-from connectors.chroma import ChromaConnector
 from tests.helpers import ListConnector
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType

@@ -139,7 +139,7 @@ def test_save_load_round_trip(fitted: SlotSearchAttack, embedder, tmp_path: Path
 
 
 def test_vec2text_puts_the_names_the_vector_holds_into_its_own_guess(fitted: SlotSearchAttack, embedder) -> None:
-    from vdbguard.attacks.correction import IterativeCorrection
+    from vdbguard.attacks.vec2text import Vec2TextInversion
 
     items = [item for item in synthetic_pii(80, seed=5, locales=("en_US",)) if PiiType.PERSON in item.pii]
     wrong = f"{fitted.first_names[0]} {fitted.last_names[0]}"
@@ -150,7 +150,7 @@ def test_vec2text_puts_the_names_the_vector_holds_into_its_own_guess(fitted: Slo
         if first and last and f"{first} {last}" in item.text:
             guesses.append(item.text.replace(f"{first} {last}", wrong))
             truths.append((item.text, f"{first} {last}"))
-    corrector = IterativeCorrection(steps=0, names=fitted)
+    corrector = Vec2TextInversion(steps=0, names=fitted)
     corrector.embedder = embedder
     found = corrector.correct(embedder.encode([t for t, _ in truths]), [[g] for g in guesses])
     restored = np.mean([name in text for (text, _), (_, name) in zip(found, truths, strict=True)])
@@ -164,9 +164,9 @@ def test_vec2text_puts_the_names_the_vector_holds_into_its_own_guess(fitted: Slo
 
 
 def test_name_edits_replace_a_name_run_or_insert_the_best_pair(fitted: SlotSearchAttack) -> None:
-    from vdbguard.attacks.correction import IterativeCorrection
+    from vdbguard.attacks.vec2text import Vec2TextInversion
 
-    corrector = IterativeCorrection(names=fitted)
+    corrector = Vec2TextInversion(names=fitted)
     first, last = fitted.first_names[0], fitted.last_names[0]
     edits = corrector._name_edits(f"Call {first} {last}, today.", ["Ann", "Bo"], ["Lee", "Roe"])
     assert edits == ["Call Ann Lee, today.", "Call Ann Roe, today.", "Call Bo Lee, today.", "Call Bo Roe, today."]

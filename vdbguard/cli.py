@@ -131,7 +131,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
 
 def _open_connector(name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]):
     """Build a connector from the flags, the --config file's [scan.options] and --option pairs."""
-    from connectors import load_connector
+    from vdbguard.connectors import load_connector
 
     if (path is None) == (url is None):
         raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
@@ -228,7 +228,7 @@ def scan(
 @friendly_errors
 def demo(out: Path, records: int, profile: str, fail_on: str) -> None:
     """Build an embedded Chroma store with known PII, scan it, and score the scan against the truth."""
-    from connectors.chroma import ChromaConnector
+    from vdbguard.connectors.chroma import ChromaConnector
     from vdbguard.demo import DEMO_COLLECTION, build_demo_store, demo_metrics
     from vdbguard.progress import RichProgress
     from vdbguard.scan import scan_collection
@@ -541,7 +541,7 @@ def connectors() -> None:
 @connectors.command("list")
 def connectors_list() -> None:
     """Show each connector, the extra that provides it, and whether it is installed."""
-    from connectors import available_connectors
+    from vdbguard.connectors import available_connectors
 
     table = Table()
     for column in ("connector", "extra", "installed", "install with"):

@@ -57,7 +57,7 @@ def build_demo_store(
     store: Path, n_records: int, embedder: Embedder, progress: ProgressSink | None = None
 ) -> dict[str, bool]:
     """Write the demo collection to an embedded Chroma store; returns record id -> holds PII."""
-    from connectors.chroma import ChromaConnector
+    from vdbguard.connectors.chroma import ChromaConnector
 
     progress = progress or Silent()
     texts = demo_texts(n_records)

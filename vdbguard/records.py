@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from vdbguard.errors import RecordError
+
+TEXT_PAYLOAD_KEYS = ("text", "document", "content", "page_content", "body")
+
+
+def payload_text(payload: Mapping[str, Any] | None) -> str | None:
+    """The text a payload stores under one of the keys frameworks use for it (LangChain, Chroma, ...)."""
+    for key in TEXT_PAYLOAD_KEYS:
+        value = (payload or {}).get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
 
 
 @dataclass(slots=True)
@@ -22,6 +34,11 @@ class VectorRecord:
     collection: str = ""
     namespace: str | None = None
     named_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def source_text(self) -> str | None:
+        """The record's stored text, if the store keeps it beside the vector."""
+        return self.text or payload_text(self.payload)
 
     def checked_vector(self, dimension: int | None = None) -> np.ndarray:
         """The vector as float32, or a RecordError naming this record and what is wrong with it."""

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from connectors.base import Connector
 from vdbguard.attacks import DEFAULT_ATTACKS
+from vdbguard.connectors.base import Connector
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError

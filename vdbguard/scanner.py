@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from connectors.base import Connector
 from vdbguard.attacks import Attack, Inference
+from vdbguard.connectors.base import Connector
 from vdbguard.detectors.base import Detection, Detector
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
@@ -39,7 +39,6 @@ TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.ACCOUNT_NUMBER: Severity.HIGH,
     PiiType.MEDICAL: Severity.HIGH,
 }
-TEXT_PAYLOAD_KEYS = ("text", "document", "content", "page_content", "body")
 STATE_VERSION = 1
 
 
@@ -50,15 +49,6 @@ def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
     steps = int(linked) + int(recovered_verbatim)
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
 
-
-def source_text(record: VectorRecord) -> str | None:
-    if record.text:
-        return record.text
-    for key in TEXT_PAYLOAD_KEYS:
-        value = record.payload.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
 
 
 @dataclass
@@ -162,7 +152,7 @@ class Scanner:
         if not usable:
             return
         matrix = np.stack(vectors)
-        known = [source_text(record) for record in usable]
+        known = [record.source_text for record in usable]
         inferences = [attack.infer(matrix, known_texts=known) for attack in self.attacks]
         for row, record in enumerate(usable):
             finding = self._finding(record, [per_attack[row] for per_attack in inferences], state)
@@ -198,7 +188,7 @@ class Scanner:
                 if probability >= attack.threshold
             ]
 
-        text = source_text(record)
+        text = record.source_text
         source_types: set[PiiType] = set()
         if text is not None:
             source_types = {d.pii_type for d in self.detector.detect(text)}

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from connectors import load_connector
-from connectors.base import Connector
+from vdbguard.connectors import load_connector
+from vdbguard.connectors.base import Connector
 
 
 class Backend(ABC):

@@ -136,7 +136,7 @@ def test_cursor_survives_a_process_restart(backend: Backend, standard) -> None:
     name, records = standard
     script = (
         "import json, sys\n"
-        "from connectors import load_connector\n"
+        "from vdbguard.connectors import load_connector\n"
         "name, kwargs = json.loads(sys.argv[1])\n"
         "with load_connector(name)(**kwargs) as c:\n"
         "    it = c.iter_batches(batch_size=30)\n"

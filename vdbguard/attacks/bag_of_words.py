@@ -41,7 +41,7 @@ class BagOfWordsInversion(Attack):
     name: ClassVar[str] = "bag-of-words"
     description: ClassVar[str] = "Song & Raghunathan 2020 multi-label inversion: ranked recovered words"
     version: ClassVar[int] = 3
-    strength: ClassVar[int] = 10
+    rank: ClassVar[int] = 10
 
     def __init__(
         self,

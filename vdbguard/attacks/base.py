@@ -46,7 +46,7 @@ class Attack(ABC):
     description: ClassVar[str]
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"  # "inversion" recovers text; "probe" scores attributes
-    strength: ClassVar[int] = 0  # `--attack strongest` picks the inversion attack with the highest
+    rank: ClassVar[int] = 0  # `--attack strongest` picks the inversion attack with the highest rank
     threshold: float
 
     @abstractmethod

@@ -240,7 +240,7 @@ class GenerativeInversion(Attack):
     description: ClassVar[str] = "Vec2Text base model / GEIA: SmolLM2 decoder conditioned on the embedding"
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
-    strength: ClassVar[int] = 20
+    rank: ClassVar[int] = 20
 
     def __init__(
         self,

@@ -163,7 +163,7 @@ class GradientInversion(Attack):
     description: ClassVar[str] = "Song & Raghunathan 2020 white-box inversion: gradient descent on soft input tokens"
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
-    strength: ClassVar[int] = 5
+    rank: ClassVar[int] = 5
 
     def __init__(
         self,

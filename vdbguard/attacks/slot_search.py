@@ -124,7 +124,7 @@ class SlotSearchAttack(Attack):
     description: ClassVar[str] = "name slot search: gazetteer classifier + re-embedding refinement (PERSON values)"
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
-    strength: ClassVar[int] = 5  # recovers names only, so `--attack strongest` should prefer a full inverter
+    rank: ClassVar[int] = 5  # recovers names only, so `--attack strongest` should prefer a full inverter
 
     def __init__(
         self,

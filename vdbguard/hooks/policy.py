@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 from vdbguard.errors import RecordError, VdbguardError
+from vdbguard.records import payload_text
 
 if TYPE_CHECKING:
     from vdbguard.attacks.base import Attack
@@ -25,16 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Candidate", "Decision", "Policy", "ProtectAll", "ProtectFlagged", "payload_text"]
 
-
-def payload_text(payload: Mapping[str, Any] | None) -> str | None:
-    """The stored text of a record's payload, under the same keys a scan reads it from."""
-    from vdbguard.scanner import TEXT_PAYLOAD_KEYS  # lazy: the scanner pulls in the attacks
-
-    for key in TEXT_PAYLOAD_KEYS:
-        value = (payload or {}).get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
 
 
 class Candidate(NamedTuple):

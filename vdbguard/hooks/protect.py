@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from connectors.base import Connector
+from vdbguard.connectors.base import Connector
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.guard import Item, Protector, _label
 from vdbguard.progress import Advance

@@ -92,7 +92,7 @@ class _Probe:
         return np.hstack([vectors, np.ones((len(vectors), 1), np.float32)]) @ self.weights
 
 
-class IterativeCorrection(Attack):
+class Vec2TextInversion(Attack):
     """Vec2Text iterative correction (Morris et al., EMNLP 2023) with a search in place of the trained corrector.
 
     Guesses from the generative base model are re-embedded with the target embedder (black box), corrected by
@@ -106,7 +106,7 @@ class IterativeCorrection(Attack):
     description: ClassVar[str] = "Vec2Text-style iterative correction: re-embed guesses, edit, keep the closest"
     version: ClassVar[int] = 2
     kind: ClassVar[str] = "inversion"
-    strength: ClassVar[int] = 30
+    rank: ClassVar[int] = 30
 
     def __init__(
         self,
@@ -354,7 +354,7 @@ class IterativeCorrection(Attack):
         (directory / "config.json").write_text(json.dumps(settings))
 
     @classmethod
-    def load(cls, directory: Path) -> IterativeCorrection:
+    def load(cls, directory: Path) -> Vec2TextInversion:
         settings = json.loads((directory / "config.json").read_text())
         vocabulary, metrics = settings.pop("vocabulary"), settings.pop("metrics")
         attack = cls(**settings, base=GenerativeInversion.load(directory / "base"))
