@@ -10,7 +10,7 @@ used (``synthetic_pii(n, seed=999, locales=("en_NZ", "en_IN"))``); leakage is th
 last names recovered (slot-search and bag-of-words; the larger counts), on ``--attack-limit`` records
 that name someone. (2) ``--n-human`` human-written holdout lines; leakage is the share of content
 words bag-of-words recovers. Utility on every record: known-item recall@10 / NDCG@10 and neighbour
-recall@10 (vdbguard.defense_eval).
+recall@10 (vdbguard.evaluate.defense).
 
 Every transform is swept over its ``default_strengths`` against the attacker trained on clean vectors;
 then, where the recall@10 loss is at most ``--adaptive-max-recall-loss`` (settings beyond the utility
@@ -66,7 +66,7 @@ def _caching_embedder():
 
 def datasets(n_pii: int, n_human: int) -> dict[str, list]:
     from vdbguard.corpus import human_sentences, synthetic_pii
-    from vdbguard.evaluation import EvalItem
+    from vdbguard.evaluate.data import EvalItem
     from vdbguard.pii import PiiType
 
     pii = synthetic_pii(n_pii, seed=999, locales=("en_NZ", "en_IN"))
@@ -82,7 +82,7 @@ def _row(dataset: str, point: Any, adaptive: bool) -> dict[str, Any]:
 
 def _derived(row: dict[str, Any]) -> dict[str, Any]:
     """The stored row plus what DefensePoint derives from it (recomputed, so old rows follow the current rules)."""
-    from vdbguard.defense_eval import AttackLeakage, DefensePoint
+    from vdbguard.evaluate.defense import AttackLeakage, DefensePoint
 
     stored = {f.name: row[f.name] for f in fields(DefensePoint)}
     point = DefensePoint(**{**stored, "attacks": {n: AttackLeakage(**a) for n, a in row["attacks"].items()}})
@@ -97,7 +97,7 @@ def _derived(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _measure(args: argparse.Namespace, embedder, data, classes, key: tuple, adaptive: bool) -> dict[str, Any]:
-    from vdbguard.defense_eval import evaluate_defense
+    from vdbguard.evaluate.defense import evaluate_defense
 
     dataset, name, strength = key
     point = evaluate_defense(
@@ -241,8 +241,8 @@ def plot(rows: list[dict[str, Any]], datasets_: Sequence[str], path: Path) -> No
 
 def slow_attacks(args: argparse.Namespace, point: dict[str, Any]) -> dict[str, Any]:
     """Clean and protected (non-adaptive) leakage of the slow attacks at one setting, on ``--slow-n`` records."""
-    from vdbguard.defense_eval import fit_on_corpus, leakage
     from vdbguard.embedders import Embedder
+    from vdbguard.evaluate.defense import fit_on_corpus, leakage
     from vdbguard.training import trained_attacks
     from vdbguard.transforms import load_transform_class
 
@@ -270,8 +270,8 @@ def slow_attacks(args: argparse.Namespace, point: dict[str, Any]) -> dict[str, A
 
 def survey(names: Sequence[str], profile: str, n: int) -> None:
     """Clean leakage of each attack on the first ``n`` records of each data set: which attack is strongest."""
-    from vdbguard.defense_eval import leakage
     from vdbguard.embedders import Embedder
+    from vdbguard.evaluate.defense import leakage
     from vdbguard.training import trained_attacks
 
     embedder = Embedder()

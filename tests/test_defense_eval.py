@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from vdbguard.cli import main
 from vdbguard.corpus import synthetic_pii
-from vdbguard.defense_eval import AttackLeakage, DefensePoint, default_attacks, evaluate_defense
-from vdbguard.evaluation import EvalItem
+from vdbguard.evaluate.data import EvalItem
+from vdbguard.evaluate.defense import AttackLeakage, DefensePoint, default_attacks, evaluate_defense
 from vdbguard.pii import PiiType
 from vdbguard.transforms.keyed import KEY_ENV
 from vdbguard.transforms.rotation import SecretRotation

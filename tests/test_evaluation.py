@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from vdbguard.cli import main
 from vdbguard.errors import VdbguardError
-from vdbguard.evaluation import load_jsonl, name_recovery, token_f1
+from vdbguard.evaluate.data import load_jsonl
+from vdbguard.text import name_recovery, token_f1
 
 
 def test_token_f1_is_multiset_f1() -> None:

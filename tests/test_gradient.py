@@ -10,7 +10,7 @@ import pytest
 from vdbguard.attacks import load_attack_class
 from vdbguard.attacks.gradient import GradientInversion
 from vdbguard.errors import VdbguardError
-from vdbguard.evaluation import tokens
+from vdbguard.text import tokens
 
 TARGETS = (
     "The patient was diagnosed with asthma and uses an inhaler every morning.",

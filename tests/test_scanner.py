@@ -12,7 +12,7 @@ from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Severity
-from vdbguard.scanner import Scanner, ScanState, severity_of, summarise
+from vdbguard.scan import Scanner, ScanState, severity_of, summarise
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import pytest
 
 from vdbguard.attacks.slot_search import SlotSearchAttack, name_gazetteer, split_person_name
 from vdbguard.corpus import LabelledText, human_sentences, synthetic_clean, synthetic_pii
-from vdbguard.evaluation import EvalItem, evaluate_inversion
+from vdbguard.evaluate.data import EvalItem
+from vdbguard.evaluate.inversion import evaluate_inversion
 from vdbguard.pii import PiiType
 
 LOCALES = ("en_US", "en_GB")  # a small gazetteer (~2.5k names) keeps fitting fast

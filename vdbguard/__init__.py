@@ -1,0 +1,45 @@
+"""vdbguard: find and stop privacy leaks in vector databases.
+
+The public API. Each name is imported on first use, so ``import vdbguard`` stays cheap inside an
+ingestion pipeline that only needs :func:`guard`.
+
+- :func:`scan_collection`: attack every vector of a collection and return a :class:`Report`.
+- :func:`guard`: wrap a Qdrant, Chroma, Pinecone or Weaviate client so every write is protected first.
+- :func:`protect_collection`: copy a collection through a transform (a batch job, resumable).
+- :class:`Embedder`: the embedding model that produced the vectors, loaded offline.
+- :class:`VdbguardError`: every error vdbguard raises on purpose; ``hint`` says what to do next.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vdbguard.embedders import Embedder
+    from vdbguard.errors import VdbguardError
+    from vdbguard.hooks import guard
+    from vdbguard.protect import protect_collection
+    from vdbguard.reports.schema import Report
+    from vdbguard.scan import scan_collection
+
+__all__ = ["Embedder", "Report", "VdbguardError", "guard", "protect_collection", "scan_collection"]
+
+_HOMES = {
+    "Embedder": "vdbguard.embedders",
+    "Report": "vdbguard.reports.schema",
+    "VdbguardError": "vdbguard.errors",
+    "guard": "vdbguard.hooks",
+    "protect_collection": "vdbguard.protect",
+    "scan_collection": "vdbguard.scan",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'vdbguard' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

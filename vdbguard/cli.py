@@ -7,7 +7,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from functools import wraps
 from pathlib import Path
@@ -20,8 +20,8 @@ from rich.table import Table
 
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError
+from vdbguard.reports import DEFAULT_FORMATS
 from vdbguard.reports.schema import Report, Severity
-from vdbguard.reports.writers import write_json, write_markdown
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 console = Console(stderr=True)
@@ -67,6 +67,15 @@ def exit_code(report: Report, fail_on: str) -> int:
     return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.findings) else EXIT_CLEAN
 
 
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
 def print_summary(report: Report) -> None:
     s = report.summary
     table = Table(title=f"vdbguard: {report.target.collection} ({report.target.connector})")
@@ -82,10 +91,50 @@ def print_summary(report: Report) -> None:
     Console().print(table)
 
 
-def write_reports(report: Report, out: Path) -> None:
-    write_json(report, out / "report.json")
-    write_markdown(report, out / "report.md")
-    console.print(f"reports written to {out / 'report.json'} and {out / 'report.md'}")
+def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> None:
+    from vdbguard.reports import write_reports as write
+
+    paths = write(report, out, formats)
+    console.print("reports written to " + " and ".join(str(path) for path in paths))
+
+
+def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    from vdbguard import plugins
+
+    formats = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [name for name in formats if name not in plugins.names("reports")]
+    if unknown or not formats:
+        raise click.BadParameter(
+            f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(plugins.names('reports'))}"
+        )
+    return formats
+
+
+format_option = click.option(
+    "--format",
+    "formats",
+    default=",".join(DEFAULT_FORMATS),
+    show_default=True,
+    callback=_formats,
+    help="Report formats, comma-separated (installed writers: json, md and any plugin).",
+)
+
+
+def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The flags that say which store and collection to open, shared by every command that reads one."""
+    for option in reversed(
+        (
+            click.option(
+                "--connector", "connector_name", required=True, help="Store type; see `vdbguard connectors list`."
+            ),
+            click.option("--collection", required=True, help="Collection (index, class) to read."),
+            click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store."),
+            click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000."),
+            click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable)."),
+        )
+    ):
+        command = option(command)
+    return command
 
 
 @click.group()
@@ -154,11 +203,7 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     expose_value=False,
     help="TOML file with a [scan] table (same names as the flags) and [scan.options] for the connector.",
 )
-@click.option("--connector", "connector_name", required=True, help="Store type; see `vdbguard connectors list`.")
-@click.option("--collection", required=True, help="Collection (index, class) to scan.")
-@click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store.")
-@click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000.")
-@click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable).")
+@store_options
 @click.option(
     "--embedder",
     default=DEFAULT_EMBEDDER,
@@ -172,6 +217,7 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     help="Attack to run (repeatable; see `vdbguard attacks list`). Default: pii-probe and bag-of-words.",
 )
 @click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
+@format_option
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted scan resumes.")
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
@@ -187,13 +233,14 @@ def scan(
     embedder: str,
     attack_names: tuple[str, ...],
     out: Path,
+    formats: tuple[str, ...],
     batch_size: int,
     state: Path | None,
     profile: str,
     show_pii: bool,
     fail_on: str,
 ) -> None:
-    """Scan one collection and write report.json and report.md to --out."""
+    """Scan one collection and write its report to --out (report.json and report.md by default)."""
     from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.progress import RichProgress
     from vdbguard.scan import resolve_embedder, scan_collection
@@ -215,7 +262,7 @@ def scan(
             mask_pii=not show_pii,
             progress=progress,
         )
-    write_reports(report, out)
+    write_reports(report, out, formats)
     print_summary(report)
     sys.exit(exit_code(report, fail_on))
 
@@ -224,9 +271,10 @@ def scan(
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--records", type=click.IntRange(20, 100_000), default=2000, show_default=True)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@format_option
 @fail_on_option("never")
 @friendly_errors
-def demo(out: Path, records: int, profile: str, fail_on: str) -> None:
+def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_on: str) -> None:
     """Build an embedded Chroma store with known PII, scan it, and score the scan against the truth."""
     from vdbguard.connectors.chroma import ChromaConnector
     from vdbguard.demo import DEMO_COLLECTION, build_demo_store, demo_metrics
@@ -246,7 +294,7 @@ def demo(out: Path, records: int, profile: str, fail_on: str) -> None:
                 profile=profile,
                 progress=progress,
             )
-    write_reports(report, out)
+    write_reports(report, out, formats)
     (out / "ground-truth.json").write_text(json.dumps(truth, indent=0))
     metrics = demo_metrics(report, truth)
     (out / "demo-metrics.json").write_text(json.dumps(asdict(metrics), indent=2))
@@ -276,7 +324,8 @@ def demo(out: Path, records: int, profile: str, fail_on: str) -> None:
 def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, out: Path) -> None:
     """Measure an inversion attack on your held-out texts (it sees only their embeddings)."""
     from vdbguard.attacks import load_attack_class
-    from vdbguard.evaluation import evaluate_inversion, load_jsonl
+    from vdbguard.evaluate.data import load_jsonl
+    from vdbguard.evaluate.inversion import evaluate_inversion
     from vdbguard.progress import RichProgress
     from vdbguard.training import trained_attacks
 
@@ -299,11 +348,7 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
 
 
 @main.command()
-@click.option("--connector", "connector_name", required=True)
-@click.option("--collection", required=True, help="Collection to read.")
-@click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store.")
-@click.option("--url", help="URL of a store server.")
-@click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable).")
+@store_options
 @click.option("--to-collection", required=True, help="Collection to write the protected copy to.")
 @click.option("--transform", "transform_name", required=True, help="See `vdbguard transforms list`.")
 @click.option("--strength", type=float, required=True, help="The transform's strength (its meaning: transforms list).")
@@ -371,7 +416,7 @@ def protect(
 
 
 def _defense_items(data: Path):
-    from vdbguard.evaluation import load_jsonl
+    from vdbguard.evaluate.data import load_jsonl
 
     return load_jsonl(data)
 
@@ -410,7 +455,7 @@ def evaluate_defense_command(
     out: Path,
 ) -> None:
     """What one transform costs retrieval and what it buys against the attacks (and an adaptive attacker)."""
-    from vdbguard.defense_eval import evaluate_defense
+    from vdbguard.evaluate.defense import evaluate_defense
     from vdbguard.progress import RichProgress
     from vdbguard.transforms import load_transform_class
 
@@ -457,42 +502,36 @@ def calibrate(
     Each transform's strengths are tried weakest first, against the attacker trained on clean vectors;
     among transforms, the chosen setting is the one that loses the least recall.
     """
-    from vdbguard.defense_eval import evaluate_defense
+    from vdbguard.evaluate.calibration import calibrate as run_calibration
     from vdbguard.progress import RichProgress
-    from vdbguard.transforms import transform_classes
 
-    classes = transform_classes()
-    unknown = sorted(set(transform_names) - set(classes))
-    if unknown:
-        raise VdbguardError(f"unknown transform(s) {', '.join(unknown)}", "see `vdbguard transforms list`")
-    names = transform_names or tuple(n for n, c in sorted(classes.items()) if c.default_strengths)
-    items, model, points, chosen = _defense_items(data), Embedder(embedder), [], None
     with RichProgress(console) as progress:
-        for name in names:
-            for strength in classes[name].default_strengths:
-                try:
-                    transform = classes[name](strength=strength, seed=0)
-                except VdbguardError as exc:  # a keyed transform without a key: say so, try the others
-                    console.print(f"skipped {name}: {exc}")
-                    break
-                point = evaluate_defense(
-                    transform, model, items, attacks=attack_names, profile=profile, adaptive=False, progress=progress
-                )
-                points.append(point)
-                if point.recall_loss > max_recall_loss:
-                    break  # stronger settings of this transform only lose more
-                if point.leakage_cut >= target_leakage_cut:
-                    chosen = chosen if chosen and chosen.recall_loss <= point.recall_loss else point
-                    break
-    table = Table(title=f"calibration: leakage cut >= {target_leakage_cut:.0%}, recall loss <= {max_recall_loss:.1%}")
-    for column in ("transform", "strength", "recall@10 loss", "leakage cut", "meets both"):
-        table.add_column(column)
-    for p in points:
-        ok = p.recall_loss <= max_recall_loss and p.leakage_cut >= target_leakage_cut
-        table.add_row(
-            p.transform, f"{p.strength:g}", f"{p.recall_loss:.3f}", f"{p.leakage_cut:.1%}", "yes" if ok else ""
+        result = run_calibration(
+            _defense_items(data),
+            Embedder(embedder),
+            max_recall_loss=max_recall_loss,
+            target_leakage_cut=target_leakage_cut,
+            transform_names=transform_names,
+            attack_names=attack_names,
+            profile=profile,
+            progress=progress,
+            on_skip=lambda name, exc: console.print(f"skipped {name}: {exc}"),
         )
-    Console().print(table)
+    points, chosen = result.points, result.chosen
+    print_table(
+        ("transform", "strength", "recall@10 loss", "leakage cut", "meets both"),
+        (
+            (
+                p.transform,
+                f"{p.strength:g}",
+                f"{p.recall_loss:.3f}",
+                f"{p.leakage_cut:.1%}",
+                "yes" if result.meets(p) else "",
+            )
+            for p in points
+        ),
+        title=f"calibration: leakage cut >= {target_leakage_cut:.0%}, recall loss <= {max_recall_loss:.1%}",
+    )
     if out:
         out.write_text(json.dumps([asdict(p) for p in points], indent=2))
     if chosen is None:
@@ -511,12 +550,13 @@ def transforms_list() -> None:
     """Each transform, what its strength means, and the strengths the frontier sweeps."""
     from vdbguard.transforms import transform_classes
 
-    table = Table()
-    for column in ("transform", "strength means", "swept strengths", "what it does"):
-        table.add_column(column)
-    for name, cls in sorted(transform_classes().items()):
-        table.add_row(name, cls.strength_meaning, ", ".join(f"{s:g}" for s in cls.default_strengths), cls.description)
-    Console().print(table)
+    print_table(
+        ("transform", "strength means", "swept strengths", "what it does"),
+        (
+            (name, cls.strength_meaning, ", ".join(f"{s:g}" for s in cls.default_strengths), cls.description)
+            for name, cls in sorted(transform_classes().items())
+        ),
+    )
 
 
 @main.group()
@@ -543,14 +583,15 @@ def connectors_list() -> None:
     """Show each connector, the extra that provides it, and whether it is installed."""
     from vdbguard.connectors import available_connectors
 
-    table = Table()
-    for column in ("connector", "extra", "installed", "install with"):
-        table.add_column(column)
-    for entry in available_connectors():
-        table.add_row(
-            entry.name,
-            entry.extra,
-            "yes" if entry.installed else "no",
-            escape(f"pip install 'vdbguard[{entry.extra}]'"),
-        )
-    Console().print(table)
+    print_table(
+        ("connector", "extra", "installed", "install with"),
+        (
+            (
+                entry.name,
+                entry.extra,
+                "yes" if entry.installed else "no",
+                escape(f"pip install 'vdbguard[{entry.extra}]'"),
+            )
+            for entry in available_connectors()
+        ),
+    )

@@ -10,7 +10,6 @@ which is why it is paired with the PII probes.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -144,9 +143,6 @@ class BagOfWordsInversion(Attack):
             )
         return results
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     def save(self, directory: Path) -> None:
         assert self.network is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
@@ -157,13 +153,12 @@ class BagOfWordsInversion(Attack):
             "threshold": self.threshold,
             "word_threshold": self.word_threshold,
             "vocabulary": self.vocabulary,
-            "metrics": self._metrics,
         }
-        (directory / "config.json").write_text(json.dumps(config))
+        self.write_config(directory, config)
 
     @classmethod
     def load(cls, directory: Path) -> BagOfWordsInversion:
-        config = json.loads((directory / "config.json").read_text())
+        config = cls.read_config(directory)
         attack = cls(hidden=config["hidden"], max_words=config["max_words"], pii_word_threshold=config["threshold"])
         attack.vocabulary = config["vocabulary"]
         attack.word_threshold = config["word_threshold"]

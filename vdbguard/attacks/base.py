@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from vdbguard.embedders import Embedder
 from vdbguard.pii import PiiType
 
 Progress = Callable[[int], None]
+CONFIG_FILE = "config.json"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class Attack(ABC):
     kind: ClassVar[str] = "inversion"  # "inversion" recovers text; "probe" scores attributes
     rank: ClassVar[int] = 0  # `--attack strongest` picks the inversion attack with the highest rank
     threshold: float
+    _metrics: dict[str, float]
 
     @abstractmethod
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
@@ -70,7 +73,16 @@ class Attack(ABC):
 
     def metrics(self) -> dict[str, float]:
         """Held-out quality measured during fit, so a report can say how strong the attack was."""
-        return {}
+        return dict(getattr(self, "_metrics", {}))
+
+    def write_config(self, directory: Path, settings: Mapping[str, Any]) -> None:
+        """Write config.json beside the saved weights: the settings ``load`` rebuilds from, and the metrics."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / CONFIG_FILE).write_text(json.dumps({**settings, "metrics": self.metrics()}))
+
+    @staticmethod
+    def read_config(directory: Path) -> dict[str, Any]:
+        return json.loads((directory / CONFIG_FILE).read_text())
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

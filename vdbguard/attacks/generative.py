@@ -424,7 +424,7 @@ class GenerativeInversion(Attack):
         os.replace(handle.name, path)
 
     def _heldout_metrics(self, texts: list[str], vectors: torch.Tensor) -> dict[str, float]:
-        from vdbguard.evaluation import token_f1
+        from vdbguard.text import token_f1
 
         pairs = list(zip(self.decode(vectors.cpu().numpy()), texts, strict=True))
         return {
@@ -471,9 +471,6 @@ class GenerativeInversion(Attack):
             Inference(recovered_text=beams[0][0], recovered_tokens=beams[0][1]) for beams in self.hypotheses(vectors)
         ]
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     # ------------------------------------------------------------------ persistence
 
     def save(self, directory: Path) -> None:
@@ -486,13 +483,12 @@ class GenerativeInversion(Attack):
             "beam_width": self.beam_width,
             "bf16": self.bf16,
             "threshold": self.threshold,
-            "metrics": self._metrics,
         }
-        (directory / "config.json").write_text(json.dumps(settings))
+        self.write_config(directory, settings)
 
     @classmethod
     def load(cls, directory: Path) -> GenerativeInversion:
-        settings = json.loads((directory / "config.json").read_text())
+        settings = cls.read_config(directory)
         config = settings["config"]
         attack = cls(
             layers=config["layers"],

@@ -28,7 +28,6 @@ the training corpus, but needs no training and no corpus at all. ``fit`` trains 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -221,11 +220,12 @@ class GradientInversion(Attack):
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "config.json").write_text(json.dumps(self._config()))
+        self.write_config(directory, self._config())
 
     @classmethod
     def load(cls, directory: Path) -> GradientInversion:
-        config = json.loads((directory / "config.json").read_text())
+        config = cls.read_config(directory)
+        config.pop("metrics", None)  # derived from the settings (see metrics())
         return cls(**config)
 
     def metrics(self) -> dict[str, float]:

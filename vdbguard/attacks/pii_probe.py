@@ -7,7 +7,6 @@ almost perfectly, which is exactly the leak (cf. Song & Raghunathan 2020; SPARSE
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -73,9 +72,6 @@ class PiiProbeAttack(Attack):
             for row in range(len(vectors))
         ]
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         types = list(self.probes)
@@ -84,12 +80,12 @@ class PiiProbeAttack(Attack):
             weights=np.stack([self.probes[t][0] for t in types]),
             params=np.array([self.probes[t][1:] for t in types], dtype=np.float64),
         )
-        config = {"threshold": self.threshold, "types": [t.value for t in types], "metrics": self._metrics}
-        (directory / "config.json").write_text(json.dumps(config))
+        config = {"threshold": self.threshold, "types": [t.value for t in types]}
+        self.write_config(directory, config)
 
     @classmethod
     def load(cls, directory: Path) -> PiiProbeAttack:
-        config = json.loads((directory / "config.json").read_text())
+        config = cls.read_config(directory)
         arrays = np.load(directory / "probes.npz")
         attack = cls(threshold=config["threshold"])
         for i, value in enumerate(config["types"]):

@@ -25,7 +25,6 @@ that are exactly the embedding of the text, typically saturates at log2|R|.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -335,17 +334,14 @@ class SecretExposureAttack(Attack):
             results[row] = Inference(exposure_bits=dict(per_row))
         return results
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        config = {"threshold": self.threshold, "samples": self.samples, "seed": self.seed, "metrics": self._metrics}
-        (directory / "config.json").write_text(json.dumps(config))
+        config = {"threshold": self.threshold, "samples": self.samples, "seed": self.seed}
+        self.write_config(directory, config)
 
     @classmethod
     def load(cls, directory: Path) -> SecretExposureAttack:
-        config = json.loads((directory / "config.json").read_text())
+        config = cls.read_config(directory)
         attack = cls(threshold=config["threshold"], samples=config["samples"], seed=config["seed"])
         attack._metrics = config["metrics"]
         return attack

@@ -33,7 +33,6 @@ bag-of-words inverter), which is why their leak is measured as exposure given th
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 import re
 from collections.abc import Sequence
@@ -420,9 +419,6 @@ class SlotSearchAttack(Attack):
             )
         return results
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     # ----- persistence ------------------------------------------------------------------------------
 
     def save(self, directory: Path) -> None:
@@ -452,13 +448,12 @@ class SlotSearchAttack(Attack):
             "last_names": self.last_names,
             "skeletons": self.skeletons,
             "calibrators": self.calibrators,
-            "metrics": self._metrics,
         }
-        (directory / "config.json").write_text(json.dumps(config))
+        self.write_config(directory, config)
 
     @classmethod
     def load(cls, directory: Path) -> SlotSearchAttack:
-        config = json.loads((directory / "config.json").read_text())
+        config = cls.read_config(directory)
         attack = cls(
             threshold=config["threshold"],
             top_k=config["top_k"],

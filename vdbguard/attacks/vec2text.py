@@ -36,7 +36,6 @@ stored vector.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -166,7 +165,7 @@ class Vec2TextInversion(Attack):
             started = time.perf_counter()
             predictions = [i.recovered_text for i in self.infer(embeddings[held])]
             seconds = time.perf_counter() - started
-            from vdbguard.evaluation import token_f1
+            from vdbguard.text import token_f1
 
             self._metrics["records_per_second"] = round(len(held) / seconds, 3)
             # training rows, so an optimistic figure: it shows the search works, not how well it generalises
@@ -323,9 +322,6 @@ class Vec2TextInversion(Attack):
                 results.append(Inference(recovered_text=text, recovered_tokens=words))
         return results
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     # ------------------------------------------------------------------ persistence
 
     def save(self, directory: Path) -> None:
@@ -349,13 +345,12 @@ class Vec2TextInversion(Attack):
             "name_search": self.name_search,
             "name_locales": self.name_locales,
             "vocabulary": self.probe.vocabulary,
-            "metrics": self._metrics,
         }
-        (directory / "config.json").write_text(json.dumps(settings))
+        self.write_config(directory, settings)
 
     @classmethod
     def load(cls, directory: Path) -> Vec2TextInversion:
-        settings = json.loads((directory / "config.json").read_text())
+        settings = cls.read_config(directory)
         vocabulary, metrics = settings.pop("vocabulary"), settings.pop("metrics")
         attack = cls(**settings, base=GenerativeInversion.load(directory / "base"))
         with np.load(directory / "probe.npz") as data:

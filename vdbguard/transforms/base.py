@@ -20,6 +20,8 @@ class Transform(ABC):
     needs_fit: ClassVar[bool] = False
     # fit() needs concept labels (vdbguard.transforms.concepts builds them from the project corpus)
     needs_labels: ClassVar[bool] = False
+    # needs a secret key (``key=`` or $VDBGUARD_TRANSFORM_KEY); queries must go through apply_query
+    needs_key: ClassVar[bool] = False
     # strengths the frontier sweeps, weakest first
     default_strengths: ClassVar[tuple[float, ...]] = ()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -77,6 +77,8 @@ def haar_rotation(rng: np.random.Generator, d: int) -> np.ndarray:
 
 class KeyedTransform(Transform):
     """Shared key handling: a secret key and one cached keyed linear map per dimension."""
+
+    needs_key: ClassVar[bool] = True
 
     def __init__(self, strength: float, seed: int | None, key: bytes | str | None) -> None:
         super().__init__(strength, seed)

@@ -1,18 +1,13 @@
 """The engine: stream records from a connector, run every attack, detect PII, emit findings.
 
-Checkpointing: after each batch the findings so far and the connector's cursor are written to the
-state file in one atomic replace, so a scan killed at any point resumes from the last finished
-batch without skipping or double-counting a record.
+After each batch the engine checkpoints a :class:`~vdbguard.scan.state.ScanState`, so a scan killed at
+any point resumes from the last finished batch without skipping or double-counting a record.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -27,6 +22,7 @@ from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Evidence, Finding, InferredAttribute, RecordProblem, Severity, Summary
+from vdbguard.scan.state import ScanState
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.PERSON: Severity.MEDIUM,
@@ -39,7 +35,6 @@ TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.ACCOUNT_NUMBER: Severity.HIGH,
     PiiType.MEDICAL: Severity.HIGH,
 }
-STATE_VERSION = 1
 
 
 def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
@@ -48,57 +43,6 @@ def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
     linked = PiiType.PERSON in pii_types and len(pii_types) > 1
     steps = int(linked) + int(recovered_verbatim)
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
-
-
-
-@dataclass
-class ScanState:
-    cursor: str | None = None
-    records_scanned: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    problems: list[RecordProblem] = field(default_factory=list)
-    source_counts: Counter = field(default_factory=Counter)
-    done: bool = False
-    target: str = ""
-
-    def save(self, path: Path) -> None:
-        data = {
-            "version": STATE_VERSION,
-            "target": self.target,
-            "cursor": self.cursor,
-            "records_scanned": self.records_scanned,
-            "findings": [f.model_dump(mode="json") for f in self.findings],
-            "problems": [p.model_dump() for p in self.problems],
-            "source_counts": dict(self.source_counts),
-            "done": self.done,
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
-            json.dump(data, handle)
-        os.replace(handle.name, path)
-
-    @classmethod
-    def load(cls, path: Path, target: str) -> ScanState:
-        if not path.exists():
-            return cls(target=target)
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise VdbguardError(f"scan state {path} is corrupt: {exc}", "delete it to start over") from exc
-        if data.get("version") != STATE_VERSION or data.get("target") != target:
-            raise VdbguardError(
-                f"scan state {path} belongs to another scan ({data.get('target')!r})",
-                "use a different --state file, or delete this one to start over",
-            )
-        return cls(
-            cursor=data["cursor"],
-            records_scanned=data["records_scanned"],
-            findings=[Finding.model_validate(f) for f in data["findings"]],
-            problems=[RecordProblem.model_validate(p) for p in data["problems"]],
-            source_counts=Counter(data["source_counts"]),
-            done=data["done"],
-            target=target,
-        )
 
 
 class Scanner:

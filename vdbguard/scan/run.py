@@ -14,12 +14,12 @@ import numpy as np
 
 from vdbguard.attacks import DEFAULT_ATTACKS
 from vdbguard.connectors.base import Connector
-from vdbguard.detectors.presidio import PresidioDetector
+from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
-from vdbguard.scanner import Scanner, summarise
+from vdbguard.scan.engine import Scanner, summarise
 from vdbguard.training import TrainingProfile, trained_attacks
 
 
@@ -47,7 +47,7 @@ def resolve_embedder(connector: Connector, name_or_path: str, sample_size: int =
     """
     if name_or_path != AUTO_EMBEDDER:
         return Embedder(name_or_path)
-    from vdbguard.fingerprint import identify_embedder
+    from vdbguard.embedders.identify import identify_embedder
 
     sample: list[np.ndarray] = []
     for batch in connector.iter_batches(batch_size=sample_size):
@@ -77,6 +77,7 @@ def scan_collection(
     batch_size: int = 256,
     state_path: Path | None = None,
     mask_pii: bool = True,
+    detector: str = DEFAULT_DETECTOR,
     progress: ProgressSink | None = None,
 ) -> Report:
     info = connector.describe()
@@ -87,7 +88,7 @@ def scan_collection(
             "pass --embedder with the model that produced this collection",
         )
     attacks = trained_attacks(embedder, attack_names, profile=profile, progress=progress)
-    scanner = Scanner(attacks, PresidioDetector(), embedder.dimension, mask_pii=mask_pii)
+    scanner = Scanner(attacks, load_detector(detector), embedder.dimension, mask_pii=mask_pii)
     safe_location = redact_location(location)
     state = scanner.scan(
         connector,

@@ -1,4 +1,4 @@
-"""Load the target embedding model offline and fingerprint it so trained attacks can be cached."""
+"""Load the target embedding model offline, and hash its behaviour so trained attacks can be cached per model."""
 
 from __future__ import annotations
 

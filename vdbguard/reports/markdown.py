@@ -1,17 +1,13 @@
-"""Write a Report as report.json (machine-readable, versioned) and report.md (for people)."""
+"""report.md: the same findings for people, most severe first."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import ClassVar
 
+from vdbguard.reports.base import ReportWriter
 from vdbguard.reports.schema import Report, Severity
 
 MAX_MARKDOWN_FINDINGS = 200
-
-
-def write_json(report: Report, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report.model_dump_json(indent=2))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -104,6 +100,9 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(report: Report, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_markdown(report))
+class MarkdownReport(ReportWriter):
+    name: ClassVar[str] = "md"
+    filename: ClassVar[str] = "report.md"
+
+    def render(self, report: Report) -> str:
+        return render_markdown(report)

@@ -29,8 +29,9 @@ from vdbguard.attacks import Attack
 from vdbguard.attacks.bag_of_words import content_words
 from vdbguard.corpus import build_corpus
 from vdbguard.embedders import Embedder
-from vdbguard.evaluation import EvalItem, name_recovery, tokens
+from vdbguard.evaluate.data import EvalItem
 from vdbguard.progress import ProgressSink
+from vdbguard.text import name_recovery, tokens
 from vdbguard.training import PROFILES, embed_corpus, trained_attacks
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.concepts import DEFAULT_CONCEPT, concept_labels
@@ -38,7 +39,7 @@ from vdbguard.transforms.concepts import DEFAULT_CONCEPT, concept_labels
 K = 10
 NAME_ATTACKS: tuple[str, ...] = ("slot-search", "bag-of-words")
 WORD_ATTACKS: tuple[str, ...] = ("bag-of-words",)
-log = logging.getLogger("vdbguard.defense_eval")
+log = logging.getLogger("vdbguard.evaluate.defense")
 
 
 def default_attacks(items: Sequence[EvalItem]) -> tuple[str, ...]:

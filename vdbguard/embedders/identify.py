@@ -35,16 +35,16 @@ from pathlib import Path
 import numpy as np
 
 from vdbguard.cache import cache_root
-from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder, resolve_model_path
+from vdbguard.embedders.loading import DEFAULT_EMBEDDER, Embedder, resolve_model_path
 from vdbguard.errors import VdbguardError
 
 __all__ = [
     "DEFAULT_CANDIDATES",
     "PROBE_SENTENCES",
-    "FingerprintMatch",
-    "fingerprint",
+    "ModelMatch",
     "identify_embedder",
     "sample_statistics",
+    "score_models",
 ]
 
 DEFAULT_CANDIDATES: tuple[str, ...] = (DEFAULT_EMBEDDER, "all-mpnet-base-v2")
@@ -125,7 +125,7 @@ PROBE_SENTENCES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class FingerprintMatch:
+class ModelMatch:
     """How well one candidate model explains the sample: ``score`` in [0, 1], and why."""
 
     name: str
@@ -245,19 +245,19 @@ def _compare(sample: np.ndarray, probes: np.ndarray, anisotropy: float) -> dict[
 
 def _match(
     name: str, sample: np.ndarray, stats: Mapping[str, float], embedders: Mapping[str, Embedder]
-) -> FingerprintMatch:
+) -> ModelMatch:
     try:
         path = resolve_model_path(name)
     except VdbguardError as exc:
-        return FingerprintMatch(name, 0.0, (f"not available: {exc}",))
+        return ModelMatch(name, 0.0, (f"not available: {exc}",))
     dimension = _declared_dimension(path)
     if dimension is None:
         dimension = (embedders.get(name) or Embedder(name)).dimension
     if dimension != sample.shape[1]:
         reason = f"dimension mismatch: the model makes {dimension}-d vectors, the sample is {sample.shape[1]}-d"
-        return FingerprintMatch(name, 0.0, (reason,))
+        return ModelMatch(name, 0.0, (reason,))
     if len(sample) == 0:
-        return FingerprintMatch(name, 0.0, ("no usable (finite, non-zero) vectors in the sample",))
+        return ModelMatch(name, 0.0, ("no usable (finite, non-zero) vectors in the sample",))
     compared = _compare(sample, _probe_embeddings(name, path, embedders), stats.get("anisotropy", 0.0))
     score = float(np.clip((compared["evidence_sigma"] - NULL_SIGMA) / (FULL_SIGMA - NULL_SIGMA), 0.0, 1.0))
     reasons = [
@@ -275,12 +275,12 @@ def _match(
         reasons.append("vectors are unit-normalised, as sentence-transformers models with a Normalize module emit")
     elif "norm_mean" in stats:
         reasons.append(f"vectors are not unit-normalised (mean norm {stats['norm_mean']:.3g}); compared as directions")
-    return FingerprintMatch(name, round(score, 4), tuple(reasons), {**stats, **compared})
+    return ModelMatch(name, round(score, 4), tuple(reasons), {**stats, **compared})
 
 
-def fingerprint(
+def score_models(
     vectors: np.ndarray, candidates: Sequence[str] = DEFAULT_CANDIDATES, embedders: Mapping[str, Embedder] | None = None
-) -> list[FingerprintMatch]:
+) -> list[ModelMatch]:
     """Rank candidate models (packaged names or local sentence-transformers folders) by how well each
     explains ``vectors`` (a sample of stored vectors, a few dozen are plenty); best first.
 
@@ -296,7 +296,7 @@ def identify_embedder(
     vectors: np.ndarray, candidates: Sequence[str] = DEFAULT_CANDIDATES, min_score: float = CONFIDENT_SCORE
 ) -> str:
     """The candidate that most likely produced ``vectors``, or an error naming every candidate's score."""
-    matches = fingerprint(vectors, candidates)
+    matches = score_models(vectors, candidates)
     if matches and matches[0].score >= min_score:
         return matches[0].name
     scores = ", ".join(f"{m.name}: {m.score:.2f} ({m.reasons[0]})" for m in matches)

@@ -1,0 +1,51 @@
+"""Score an inversion attack the way the papers do (Vec2Text Tables 1 and 3) on held-out text.
+
+The attack only ever sees embeddings of the evaluation texts; it is trained on the project corpus.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from vdbguard.attacks import Attack
+from vdbguard.embedders import Embedder
+from vdbguard.evaluate.data import EvalItem
+from vdbguard.text import name_recovery, token_f1
+
+
+def _rate(flags: list[bool]) -> float | None:
+    return round(float(np.mean(flags)), 4) if flags else None
+
+
+def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalItem]) -> dict[str, float | int | None]:
+    import sacrebleu
+
+    started = time.perf_counter()
+    references = [item.text for item in items]
+    targets = embedder.encode(references)
+    predictions = [inference.recovered_text for inference in attack.infer(targets)]
+    recovered = embedder.encode([p if p.strip() else "." for p in predictions])
+    cosine = float(np.mean(np.sum(targets * recovered, axis=1)))
+    first: list[bool] = []
+    last: list[bool] = []
+    full: list[bool] = []
+    for prediction, item in zip(predictions, items, strict=True):
+        f, la, fu = name_recovery(prediction, item.names)
+        first, last, full = first + f, last + la, full + fu
+    return {
+        "attack": attack.name,
+        "n": len(items),
+        "bleu": round(sacrebleu.corpus_bleu(predictions, [references]).score, 2),
+        "token_f1": round(float(np.mean([token_f1(p, r) for p, r in zip(predictions, references, strict=True)])), 4),
+        "exact": round(
+            float(np.mean([p.strip() == r.strip() for p, r in zip(predictions, references, strict=True)])), 4
+        ),
+        "cosine": round(cosine, 4),
+        "first_name": _rate(first),
+        "last_name": _rate(last),
+        "full_name": _rate(full),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
