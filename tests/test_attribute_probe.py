@@ -9,17 +9,9 @@ import numpy as np
 import pytest
 
 from vdbguard.attacks import load_attack_class
-from vdbguard.attacks.attribute_probe import (
-    FAMILY_OF,
-    NONE,
-    AttributeProbe,
-    birth_year,
-    labels_of,
-    medical_family,
-    sex_of_name,
-    synthetic_authors,
-)
+from vdbguard.attacks.attribute_probe import AttributeProbe, synthetic_authors
 from vdbguard.corpus import LabelledText, synthetic_clean, synthetic_pii
+from vdbguard.corpus.labels import FAMILY_OF, NONE, birth_year, labels_of, medical_family, sex_of_name
 from vdbguard.data.medical import CONDITIONS, DRUGS
 from vdbguard.pii import PiiType
 
@@ -145,7 +137,7 @@ def test_scan_reports_inferred_attributes_masked(fitted, embedder):
     from tests.helpers import ListConnector
     from vdbguard.detectors.presidio import PresidioDetector
     from vdbguard.records import VectorRecord
-    from vdbguard.scanner import Scanner
+    from vdbguard.scan import Scanner
 
     text = "Triage this morning: Mrs Aroha Ngata has a history of schizophrenia."
     records = [VectorRecord(id="note-1", vector=embedder.encode([text])[0])]

@@ -11,7 +11,7 @@ from vdbguard.corpus import (
     TEMPLATES,
     LabelledText,
     build_corpus,
-    corpus_fingerprint,
+    corpus_hash,
     human_sentences,
     looks_like_person_name,
     synthetic_clean,
@@ -190,10 +190,10 @@ def test_build_corpus_tops_up_with_synthetic_when_human_lines_run_out() -> None:
     assert sources["synthetic-clean"] == n_holdout + 100
 
 
-# ----- fingerprint ----------------------------------------------------------------------------------
+# ----- hash -----------------------------------------------------------------------------------------
 
 
-def test_corpus_fingerprint_is_stable_and_sensitive() -> None:
+def test_corpus_hash_is_stable_and_sensitive() -> None:
     items = [
         LabelledText(
             "Call Jane Doe on 555-010-9999.",
@@ -203,13 +203,13 @@ def test_corpus_fingerprint_is_stable_and_sensitive() -> None:
         ),
         LabelledText("The customer called.", frozenset(), {}, "synthetic-clean"),
     ]
-    digest = corpus_fingerprint(items)
+    digest = corpus_hash(items)
     # A literal: the digest must not depend on the process (hash randomisation) or the platform.
     assert digest == "253f48366c06c19f02d96c344fc51d373dd350e409b68cf6fcc4fef63f1ea66a"
-    assert digest == corpus_fingerprint(list(items))
+    assert digest == corpus_hash(list(items))
     changed = [items[0], LabelledText("The customer called!", frozenset(), {}, "synthetic-clean")]
-    assert corpus_fingerprint(changed) != digest
+    assert corpus_hash(changed) != digest
     relabelled = [items[0], LabelledText("The customer called.", frozenset({PiiType.PERSON}), {}, "human")]
-    assert corpus_fingerprint(relabelled) != digest
+    assert corpus_hash(relabelled) != digest
     corpus = build_corpus(50, 50, seed=9)
-    assert corpus_fingerprint(corpus) == corpus_fingerprint(build_corpus(50, 50, seed=9))
+    assert corpus_hash(corpus) == corpus_hash(build_corpus(50, 50, seed=9))

@@ -1,6 +1,6 @@
 """Train attacks on the project's corpus against one embedder, and cache them on disk.
 
-Cache key: the embedder's behavioural fingerprint, the corpus fingerprint, the attack's name and
+Cache key: the embedder's behavioural fingerprint, the corpus hash, the attack's name and
 version. A second scan against the same embedder loads instead of retraining.
 """
 
@@ -19,7 +19,8 @@ import numpy as np
 
 from vdbguard.attacks import Attack, load_attack_class
 from vdbguard.cache import cache_root
-from vdbguard.corpus import LabelledText, build_corpus, corpus_fingerprint
+from vdbguard.corpus import build_corpus, corpus_hash
+from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.transforms.base import Transform
@@ -36,28 +37,6 @@ PROFILES: dict[str, TrainingProfile] = {
     "default": TrainingProfile(n_pii=6000, n_clean=6000),
     "small": TrainingProfile(n_pii=800, n_clean=800),
 }
-
-
-def _embed_cached(
-    embedder: Embedder, corpus: Sequence[LabelledText], fingerprint: str, cache: Path, progress: ProgressSink
-) -> np.ndarray:
-    path = cache / "embeddings" / f"{embedder.fingerprint}-{fingerprint[:16]}.npy"
-    if path.exists():
-        return np.load(path)
-    with progress.task("Embedding training corpus", len(corpus)) as advance:
-        embeddings = embedder.encode([item.text for item in corpus], progress=advance)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
-        np.save(handle, embeddings)
-    os.replace(handle.name, path)
-    return embeddings
-
-
-def embed_corpus(
-    embedder: Embedder, corpus: Sequence[LabelledText], progress: ProgressSink | None = None
-) -> np.ndarray:
-    """The corpus' embeddings, cached on disk by embedder and corpus fingerprint (as attack training uses them)."""
-    return _embed_cached(embedder, corpus, corpus_fingerprint(corpus), cache_root(), progress or Silent())
 
 
 def _defense_key(defense: Transform) -> str:
@@ -83,21 +62,21 @@ def trained_attacks(
     progress = progress or Silent()
     cache = cache_dir or cache_root()
     corpus = build_corpus(profile.n_pii, profile.n_clean, seed=profile.seed, user_texts=user_texts)
-    fingerprint = corpus_fingerprint(corpus)
+    digest = corpus_hash(corpus)
     embeddings: np.ndarray | None = None
     attacks = []
     for name in attack_names:
         cls = load_attack_class(name)
         name = cls.name  # "strongest" resolves to a real attack, and caches under that attack's name
         suffix = f"-{_defense_key(defense)}" if defense is not None else ""
-        directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{fingerprint[:16]}{suffix}"
+        directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{digest[:16]}{suffix}"
         if (directory / "COMPLETE").exists():
             attack = cls.load(directory)
             attack.embedder = embedder
             attacks.append(attack)
             continue
         if embeddings is None:
-            embeddings = _embed_cached(embedder, corpus, fingerprint, cache, progress)
+            embeddings = embed_corpus(embedder, corpus, progress, cache)
             if defense is not None:
                 embeddings = defense.apply(embeddings)
         attack = cls()

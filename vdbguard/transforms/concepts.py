@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vdbguard.corpus.embedded import embed_corpus
+from vdbguard.corpus.labels import ATTRIBUTES, labels_of
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PROBED_TYPES, PiiType
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from vdbguard.corpus import LabelledText
     from vdbguard.embedders import Embedder
 
-ATTRIBUTE_CONCEPTS: tuple[str, ...] = ("medical_family", "sex", "age_band")  # vdbguard.attacks.attribute_probe
+ATTRIBUTE_CONCEPTS: tuple[str, ...] = ATTRIBUTES
 CONCEPTS: tuple[str, ...] = (*(t.value for t in PROBED_TYPES), *ATTRIBUTE_CONCEPTS)
 DEFAULT_CONCEPT = PiiType.PERSON.value
 
@@ -37,8 +39,6 @@ def concept_labels(items: Sequence[LabelledText], concept: str = DEFAULT_CONCEPT
         kind = PiiType[key.upper()]
         return np.array([kind in item.pii for item in items], dtype=np.int64)
     if key.lower() in ATTRIBUTE_CONCEPTS:
-        from vdbguard.attacks.attribute_probe import labels_of
-
         return np.array([labels_of(item)[key.lower()] for item in items], dtype=object)
     raise VdbguardError(f"unknown concept {concept!r}", f"choose from: {', '.join(CONCEPTS)}")
 
@@ -52,7 +52,6 @@ def corpus_concept_set(
     come back. The embeddings are cached on disk like the attack-training corpus.
     """
     from vdbguard.corpus import build_corpus
-    from vdbguard.training import embed_corpus
 
     items = build_corpus(n // 2, n - n // 2, seed)
     labels = concept_labels(items, concept)

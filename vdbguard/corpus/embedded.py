@@ -1,0 +1,38 @@
+"""A corpus embedded by one embedder, cached on disk: attack training and concept fitting share the file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vdbguard.cache import cache_root
+from vdbguard.corpus.labelled import LabelledText, corpus_hash
+from vdbguard.progress import ProgressSink, Silent
+
+if TYPE_CHECKING:
+    from vdbguard.embedders import Embedder
+
+
+def embed_corpus(
+    embedder: Embedder,
+    corpus: Sequence[LabelledText],
+    progress: ProgressSink | None = None,
+    cache_dir: Path | None = None,
+) -> np.ndarray:
+    """The corpus' embeddings, cached under ``cache_dir`` (default: the cache root) by embedder fingerprint and
+    corpus hash, so a second scan or fit against the same embedder never re-embeds."""
+    path = (cache_dir or cache_root()) / "embeddings" / f"{embedder.fingerprint}-{corpus_hash(corpus)[:16]}.npy"
+    if path.exists():
+        return np.load(path)
+    with (progress or Silent()).task("Embedding training corpus", len(corpus)) as advance:
+        embeddings = embedder.encode([item.text for item in corpus], progress=advance)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+        np.save(handle, embeddings)
+    os.replace(handle.name, path)
+    return embeddings
