@@ -124,7 +124,7 @@ def evaluate_attack(data: Path, attack: str, embedder: str, profile: str, out: P
 
 
 def trained(embedder: Embedder, name: str, profile: str) -> tuple[Any, float, float]:
-    from vdbguard.training import trained_attacks
+    from vdbguard.attacks.training import trained_attacks
 
     (attack,), wall, cpu = timed(lambda: trained_attacks(embedder, [name], profile=profile))
     return attack, wall, cpu

@@ -241,9 +241,9 @@ def plot(rows: list[dict[str, Any]], datasets_: Sequence[str], path: Path) -> No
 
 def slow_attacks(args: argparse.Namespace, point: dict[str, Any]) -> dict[str, Any]:
     """Clean and protected (non-adaptive) leakage of the slow attacks at one setting, on ``--slow-n`` records."""
+    from vdbguard.attacks.training import trained_attacks
     from vdbguard.embedders import Embedder
     from vdbguard.evaluate.defense import fit_on_corpus, leakage
-    from vdbguard.training import trained_attacks
     from vdbguard.transforms import load_transform_class
 
     items = datasets(args.n_pii, args.n_human)[point["dataset"]]
@@ -270,9 +270,9 @@ def slow_attacks(args: argparse.Namespace, point: dict[str, Any]) -> dict[str, A
 
 def survey(names: Sequence[str], profile: str, n: int) -> None:
     """Clean leakage of each attack on the first ``n`` records of each data set: which attack is strongest."""
+    from vdbguard.attacks.training import trained_attacks
     from vdbguard.embedders import Embedder
     from vdbguard.evaluate.defense import leakage
-    from vdbguard.training import trained_attacks
 
     embedder = Embedder()
     data = datasets(n, n)

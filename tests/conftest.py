@@ -91,7 +91,7 @@ def embedder():
 def small_attacks(embedder, model_cache: Path):
     """Both default attacks trained on the small profile with the real MiniLM embedder (cached)."""
     from vdbguard.attacks import DEFAULT_ATTACKS
-    from vdbguard.training import trained_attacks
+    from vdbguard.attacks.training import trained_attacks
 
     return trained_attacks(embedder, DEFAULT_ATTACKS, profile="small", cache_dir=model_cache)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from vdbguard.credentials import redact_userinfo
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError
 from vdbguard.reports import DEFAULT_FORMATS
@@ -42,7 +42,7 @@ def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an unmapped store error: one line, credentials scrubbed
-            message = re.sub(r"//[^/@\s]*@", "//***@", f"{type(exc).__name__}: {exc}")
+            message = redact_userinfo(f"{type(exc).__name__}: {exc}")
             console.print(f"[bold red]unexpected error:[/] {escape(message)}", highlight=False)
             console.print("[yellow]hint:[/] re-run with -v; if it persists, report it with this message")
             sys.exit(EXIT_ERROR)
@@ -324,10 +324,10 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_o
 def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, out: Path) -> None:
     """Measure an inversion attack on your held-out texts (it sees only their embeddings)."""
     from vdbguard.attacks import load_attack_class
+    from vdbguard.attacks.training import trained_attacks
     from vdbguard.evaluate.data import load_jsonl
     from vdbguard.evaluate.inversion import evaluate_inversion
     from vdbguard.progress import RichProgress
-    from vdbguard.training import trained_attacks
 
     items = load_jsonl(data)
     attack_cls = load_attack_class(attack_name)
@@ -382,8 +382,8 @@ def protect(
     embedder: str,
 ) -> None:
     """Copy a collection through a transform into a new collection (never in place without --in-place --yes)."""
-    from vdbguard.hooks.protect import protect_collection
     from vdbguard.progress import RichProgress
+    from vdbguard.protect import protect_collection
     from vdbguard.transforms import load_transform_class
 
     if (to_collection == collection) != in_place:

@@ -27,7 +27,6 @@ measured on synthetic writers whose only difference is style, which sentence emb
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import Counter
@@ -283,9 +282,6 @@ class AttributeProbe(Attack):
                 out |= {f"{attribute}_{k}": v for k, v in _scores(model, x[rows], truth).items()}
         return out
 
-    def metrics(self) -> dict[str, float]:
-        return dict(self._metrics)
-
     # ----- persistence -------------------------------------------------------------------------------
 
     def save(self, directory: Path) -> None:
@@ -301,13 +297,12 @@ class AttributeProbe(Attack):
             "min_examples": self.min_examples,
             "seed": self.seed,
             "classes": {attribute: model.classes for attribute, model in self.models.items()},
-            "metrics": self._metrics,
         }
-        (directory / "config.json").write_text(json.dumps(config))
+        self.write_config(directory, config)
 
     @classmethod
     def load(cls, directory: Path) -> AttributeProbe:
-        config = json.loads((directory / "config.json").read_text())
+        config = cls.read_config(directory)
         attack = cls(
             threshold=config["threshold"],
             regularisation=config["regularisation"],

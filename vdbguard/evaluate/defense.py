@@ -27,12 +27,13 @@ import numpy as np
 
 from vdbguard.attacks import Attack
 from vdbguard.attacks.bag_of_words import content_words
+from vdbguard.attacks.training import PROFILES, trained_attacks
 from vdbguard.corpus import build_corpus
+from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
 from vdbguard.evaluate.data import EvalItem
 from vdbguard.progress import ProgressSink
 from vdbguard.text import name_recovery, tokens
-from vdbguard.training import PROFILES, embed_corpus, trained_attacks
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.concepts import DEFAULT_CONCEPT, concept_labels
 

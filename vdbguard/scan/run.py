@@ -3,38 +3,23 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from vdbguard.attacks import DEFAULT_ATTACKS
+from vdbguard.attacks.training import TrainingProfile, trained_attacks
 from vdbguard.connectors.base import Connector
+from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.engine import Scanner, summarise
-from vdbguard.training import TrainingProfile, trained_attacks
-
-
-def redact_location(location: str) -> str:
-    """A URL without user, password or query string, safe to print and to store in reports.
-
-    libpq keyword strings (``host=db password=...``) lose their password the same way.
-    """
-    parts = urlsplit(location)
-    if not parts.scheme or not parts.netloc:
-        return re.sub(r"(?i)\b(password|passwd|api_key|apikey|token)\s*=\s*(\'[^\']*\'|\S+)", r"\1=***", location)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
 
 AUTO_EMBEDDER = "auto"
 

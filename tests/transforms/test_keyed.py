@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_transforms import clustered, mean_cosine, recall_at_k, sentence_embeddings, unit_rows
+from tests.transforms.test_transforms import clustered, mean_cosine, recall_at_k, sentence_embeddings, unit_rows
 from vdbguard.errors import VdbguardError
 from vdbguard.transforms.dcpe import DcpeScaleAndPerturb
 from vdbguard.transforms.keyed import KEY_ENV, alignment_attack, load_key

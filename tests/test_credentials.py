@@ -2,7 +2,7 @@
 
 import pytest
 
-from vdbguard.scan import redact_location
+from vdbguard.credentials import redact_location
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import pytest
 from vdbguard.attacks import DEFAULT_ATTACKS, attack_classes
 from vdbguard.attacks.bag_of_words import BagOfWordsInversion, content_words
 from vdbguard.attacks.pii_probe import PiiProbeAttack
+from vdbguard.attacks.training import trained_attacks
 from vdbguard.corpus import synthetic_clean, synthetic_pii
 from vdbguard.pii import PiiType
-from vdbguard.training import trained_attacks
 
 
 def by_name(attacks, name):
