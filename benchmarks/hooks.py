@@ -34,6 +34,7 @@ import numpy as np
 
 from vdbguard.hooks import guard
 from vdbguard.transforms.base import Transform
+from vdbguard.transforms.gaussian import GaussianNoise
 
 
 class Identity(Transform):
@@ -43,29 +44,6 @@ class Identity(Transform):
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         return np.asarray(vectors, dtype=np.float32)
-
-
-def gaussian() -> tuple[Transform, str]:
-    try:
-        from vdbguard.transforms.gaussian import GaussianNoise
-
-        return GaussianNoise(0.01, seed=0), "vdbguard.transforms.gaussian.GaussianNoise(0.01)"
-    except ImportError:
-
-        class InlineGaussian(Transform):
-            name = "inline-gaussian"
-            description = "N(0, 0.01^2) per coordinate"
-            strength_meaning = "sigma"
-
-            def __init__(self) -> None:
-                super().__init__(0.01, 0)
-                self.rng = np.random.default_rng(0)
-
-            def apply(self, vectors: np.ndarray) -> np.ndarray:
-                rows = np.asarray(vectors, dtype=np.float32)
-                return rows + self.rng.standard_normal(rows.shape, dtype=np.float32) * np.float32(self.strength)
-
-        return InlineGaussian(), "inline Gaussian noise (vdbguard.transforms.gaussian not available)"
 
 
 def qdrant_arms(root: Path | None, vectors: np.ndarray, transforms: dict[str, Transform]) -> tuple[dict, Callable, Any]:
@@ -149,9 +127,11 @@ def main() -> None:
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((args.batch, args.dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    noise, noise_label = gaussian()
-    transforms = {"identity": Identity(1.0), "gaussian": noise}
-    print(f"batch={args.batch} dim={args.dim} repeats={args.repeats} (medians, ms); gaussian = {noise_label}")
+    transforms = {"identity": Identity(1.0), "gaussian": GaussianNoise(0.01, seed=0)}
+    print(
+        f"batch={args.batch} dim={args.dim} repeats={args.repeats} (medians, ms); "
+        "gaussian = vdbguard.transforms.gaussian.GaussianNoise(0.01)"
+    )
     print(f"{'store':14} {'raw':>9} {'identity':>9} {'gaussian':>9} {'ovh id':>8} {'ovh gauss':>9} {'hook prep':>10}")
     builders = {"qdrant": qdrant_arms, "chroma": chroma_arms}
     for store in args.stores.split(","):

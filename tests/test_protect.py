@@ -12,8 +12,9 @@ from vdbguard.connectors.chroma import ChromaConnector
 from vdbguard.connectors.qdrant import QdrantConnector
 
 from tests.helpers import Offset, make_chroma_store, make_records
+from tests.test_hooks import Rotation
 from vdbguard.errors import VdbguardError
-from vdbguard.hooks.protect import protect_collection
+from vdbguard.protect import ProtectResult, protect_collection
 from vdbguard.records import VectorRecord
 from vdbguard.transforms.base import Transform
 
@@ -33,20 +34,6 @@ class CenteredTruncate(Transform):
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         return (np.asarray(vectors, dtype=np.float32) - self.mean)[:, : int(self.strength)]
-
-    def apply_query(self, vectors: np.ndarray) -> np.ndarray:
-        return self.apply(vectors)
-
-
-class Rotation(Transform):
-    name = "test-rotation"
-    description = "seeded orthogonal rotation"
-    strength_meaning = "unused"
-
-    def apply(self, vectors: np.ndarray) -> np.ndarray:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        q, _ = np.linalg.qr(np.random.default_rng(self.seed).standard_normal((vectors.shape[1],) * 2))
-        return vectors @ q.astype(np.float32)
 
     def apply_query(self, vectors: np.ndarray) -> np.ndarray:
         return self.apply(vectors)
@@ -101,16 +88,18 @@ class CrashAfterUpserts(ChromaConnector):
             raise KeyboardInterrupt("simulated kill between the write and the state update")
 
 
+def copy_notes(tmp_path: Path, target: ChromaConnector | None = None, **options: Any) -> ProtectResult:
+    """Chroma ``src/notes`` copied into ``dst/notes-protected`` through ``Offset(0.5)``, 50 records a batch."""
+    if target is None:
+        target = ChromaConnector(collection="notes-protected", path=tmp_path / "dst", create=True)
+    source = ChromaConnector(collection="notes", path=tmp_path / "src")
+    return protect_collection(source, target, Offset(0.5), batch_size=50, **options)
+
+
 def test_chroma_to_chroma_copies_every_record_through_the_transform(tmp_path: Path) -> None:
     source_records = make_chroma_store(tmp_path / "src", "notes", 130, 16, seed=1)
     seen: list[int] = []
-    result = protect_collection(
-        ChromaConnector(collection="notes", path=tmp_path / "src"),
-        ChromaConnector(collection="notes-protected", path=tmp_path / "dst", create=True),
-        Offset(0.5),
-        batch_size=50,
-        progress=seen.append,
-    )
+    result = copy_notes(tmp_path, progress=seen.append)
     assert (result.copied, result.skipped, result.dimension, result.resumed) == (130, 0, 16, False)
     assert seen == [50, 50, 30]
     copied = read_all(ChromaConnector(collection="notes-protected", path=tmp_path / "dst"))
@@ -178,22 +167,14 @@ def test_qdrant_named_vectors_and_records_without_a_vector(tmp_path: Path) -> No
 def test_interrupted_copy_resumes_without_duplicates(tmp_path: Path) -> None:
     source_records = make_chroma_store(tmp_path / "src", "notes", 200, 8, seed=4)
     state = tmp_path / "state" / "protect.json"
-    source = ChromaConnector(collection="notes", path=tmp_path / "src")
     crashing = CrashAfterUpserts(3, collection="notes-protected", path=tmp_path / "dst", create=True)
     with pytest.raises(KeyboardInterrupt):
-        protect_collection(source, crashing, Offset(0.5), batch_size=50, state_path=state)
+        copy_notes(tmp_path, crashing, state_path=state)
     crashing.close()
     saved = json.loads(state.read_text())
     assert (saved["cursor"], saved["copied"], saved["done"]) == ("offset:100", 100, False)  # batch 3 unrecorded
     seen: list[int] = []
-    result = protect_collection(
-        ChromaConnector(collection="notes", path=tmp_path / "src"),
-        ChromaConnector(collection="notes-protected", path=tmp_path / "dst", create=True),
-        Offset(0.5),
-        batch_size=50,
-        state_path=state,
-        progress=seen.append,
-    )
+    result = copy_notes(tmp_path, state_path=state, progress=seen.append)
     assert seen == [50, 50] and result.resumed and (result.copied, result.skipped) == (200, 0)
     target = ChromaConnector(collection="notes-protected", path=tmp_path / "dst")
     assert target.describe().count == 200
@@ -201,7 +182,7 @@ def test_interrupted_copy_resumes_without_duplicates(tmp_path: Path) -> None:
     assert sorted(copied) == sorted(r.id for r in source_records)
     for record in source_records:
         np.testing.assert_allclose(copied[record.id].vector, record.vector + 0.5, atol=1e-6)
-    again = protect_collection(source, target, Offset(0.5), batch_size=50, state_path=state)
+    again = copy_notes(tmp_path, target, state_path=state)
     assert again.copied == 200 and again.resumed  # a finished copy is not redone
 
 

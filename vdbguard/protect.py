@@ -10,7 +10,7 @@ Resumable: after each batch the source cursor and the counts are written to ``st
 atomic replace, so a run killed at any point continues after the last finished batch. A batch
 written but not yet recorded is copied again on resume, which is harmless: upsert replaces by id.
 A transform that needs fitting is fitted on a seeded reservoir sample of the source (one extra read
-pass). Its fingerprint (its outputs on fixed probe vectors, where they are deterministic) is kept in
+pass). Its identity (its outputs on fixed probe vectors, where they are deterministic) is kept in
 the state, and a resume whose transform differs (another key, another fit) is refused: a target
 half in one space and half in another would silently break retrieval. A resume with a *seeded*
 random transform (noise) is refused too: it would replay the noise of the first batches, and two
@@ -31,7 +31,7 @@ import numpy as np
 
 from vdbguard.connectors.base import Connector
 from vdbguard.errors import RecordError, VdbguardError
-from vdbguard.hooks.guard import Item, Protector, _label
+from vdbguard.hooks.protector import Item, Protector, _label
 from vdbguard.progress import Advance
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.transforms.base import Transform
@@ -93,7 +93,7 @@ def protect_collection(
         "source": _identity(source) or repr(source),
         "target": _identity(target) or repr(target),
         "transform": str(getattr(transform, "name", type(transform).__name__)),
-        # the seed is left out: it does not define the stored space (the fingerprint checks what does)
+        # the seed is left out: it does not define the stored space (the transform identity checks what does)
         "params": _jsonable({k: v for k, v in transform.params().items() if k != "seed"}),
     }
     if state is not None:
@@ -114,18 +114,18 @@ def protect_collection(
         transform.fit(*fit_on)
     elif transform.needs_fit:
         _fit(source, transform, batch_size, fit_sample, fit_labels, seed)
-    fingerprint, out_dim = _fingerprint(transform, dimension)
+    identity, out_dim = _transform_identity(transform, dimension)
     if state is None:
         state = {**key, "version": STATE_VERSION, "cursor": None, "copied": 0, "skipped": 0, "problems": []}
-        state["fingerprint"], state["dimension"], state["done"] = fingerprint, out_dim, False
+        state["fingerprint"], state["dimension"], state["done"] = identity, out_dim, False
         resumed = False
     else:
-        if not _same_fingerprint(state.get("fingerprint"), fingerprint):
+        if not _same_transform_identity(state.get("fingerprint"), identity):
             raise VdbguardError(
                 "the transform differs from the one the interrupted copy used (another key, seed or fit)",
                 "resume with the same seeded transform, or delete the state file and the target and start over",
             )
-        if "apply" not in fingerprint and transform.seed is not None:
+        if "apply" not in identity and transform.seed is not None:
             raise VdbguardError(
                 f"transform {key['transform']!r} draws random noise from seed {transform.seed}: a resumed run would "
                 "draw the same noise as the first batches again, and noise shared between records cancels out",
@@ -273,23 +273,24 @@ def _first_dimension(source: Connector, batch_size: int) -> int | None:
     return None
 
 
-def _fingerprint(transform: Transform, dimension: int) -> tuple[dict[str, Any], int]:
-    """Outputs on fixed probe vectors, kept where deterministic, and the transform's output dimension."""
+def _transform_identity(transform: Transform, dimension: int) -> tuple[dict[str, Any], int]:
+    """What identifies a transform's fitted parameters and key: its outputs on fixed probe vectors, kept
+    where deterministic (state key ``fingerprint``), and the transform's output dimension."""
     probe = np.random.default_rng(20240611).standard_normal((_PROBE_ROWS, dimension)).astype(np.float32)
     probe /= np.linalg.norm(probe, axis=1, keepdims=True)
     applied = np.asarray(transform.apply(probe), dtype=np.float32)
     if applied.ndim != 2 or applied.shape[0] != _PROBE_ROWS:
         raise VdbguardError(f"transform {transform.name!r} returned shape {applied.shape} for {_PROBE_ROWS} vectors")
-    fingerprint: dict[str, Any] = {}
+    identity: dict[str, Any] = {}
     for name, fn, first in (("apply", transform.apply, applied), ("apply_query", transform.apply_query, None)):
         a = np.asarray(fn(probe), dtype=np.float32) if first is None else first
         b = np.asarray(fn(probe), dtype=np.float32)
         if a.shape == b.shape and np.array_equal(a, b):  # a random transform draws anew each call: not comparable
-            fingerprint[name] = np.round(a, 6).tolist()
-    return fingerprint, int(applied.shape[1])
+            identity[name] = np.round(a, 6).tolist()
+    return identity, int(applied.shape[1])
 
 
-def _same_fingerprint(saved: Any, current: dict[str, Any]) -> bool:
+def _same_transform_identity(saved: Any, current: dict[str, Any]) -> bool:
     if not isinstance(saved, dict) or set(saved) != set(current):
         return False
     for name, values in current.items():

@@ -1,19 +1,15 @@
-"""Write-path hooks: guard a client, wrap framework embeddings, or rewrite a stored collection.
+"""Write-path hooks: guard a client or wrap framework embeddings, so vectors are protected as they are written.
 
 ``guard`` and the policies import no engine client until a client is guarded; the LangChain and
 LlamaIndex wrappers live in ``vdbguard.hooks.langchain`` / ``vdbguard.hooks.llamaindex`` (optional
-extras) and ``protect_collection`` in ``vdbguard.hooks.protect``.
+extras). Rewriting a collection already stored is a batch job, ``vdbguard.protect.protect_collection``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from vdbguard.hooks.guard import Protector, changes_space, guard
+from vdbguard.hooks.guard import guard
 from vdbguard.hooks.policy import Candidate, Decision, Policy, ProtectAll, ProtectFlagged
-
-if TYPE_CHECKING:
-    from vdbguard.hooks.protect import ProtectResult, protect_collection
+from vdbguard.hooks.protector import Protector, changes_space
 
 __all__ = [
     "Candidate",
@@ -21,17 +17,7 @@ __all__ = [
     "Policy",
     "ProtectAll",
     "ProtectFlagged",
-    "ProtectResult",
     "Protector",
     "changes_space",
     "guard",
-    "protect_collection",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("protect_collection", "ProtectResult"):  # imports connectors.base; kept lazy
-        from vdbguard.hooks import protect
-
-        return getattr(protect, name)
-    raise AttributeError(f"module 'vdbguard.hooks' has no attribute {name!r}")

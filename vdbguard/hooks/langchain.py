@@ -9,20 +9,18 @@ all (Chroma, Qdrant, Pinecone, pgvector, FAISS, ...), without touching the store
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from vdbguard.errors import MissingExtraError, VdbguardError
-from vdbguard.hooks.guard import Item, Protector, resolve_policy
 from vdbguard.hooks.policy import Decision, Policy
+from vdbguard.hooks.protector import Protector, needs_extra, resolve_policy
 from vdbguard.transforms.base import Transform
 
-try:
+with needs_extra("vdbguard.hooks.langchain", "langchain"):
     from langchain_core.embeddings import Embeddings
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("vdbguard.hooks.langchain", "langchain") from exc
 
 __all__ = ["GuardedEmbeddings"]
+
+_SOURCE = "the wrapped embeddings"
 
 
 class GuardedEmbeddings(Embeddings):
@@ -43,28 +41,13 @@ class GuardedEmbeddings(Embeddings):
         return self.protector.last_decisions
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._protect(texts, self.embeddings.embed_documents(texts))
+        return self.protector.protect_texts(texts, self.embeddings.embed_documents(texts), _SOURCE)
 
     def embed_query(self, text: str) -> list[float]:
-        return self._query(self.embeddings.embed_query(text))
+        return self.protector.query_list(self.embeddings.embed_query(text))
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._protect(texts, await self.embeddings.aembed_documents(texts))
+        return self.protector.protect_texts(texts, await self.embeddings.aembed_documents(texts), _SOURCE)
 
     async def aembed_query(self, text: str) -> list[float]:
-        return self._query(await self.embeddings.aembed_query(text))
-
-    def _protect(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[list[float]]:
-        if len(vectors) != len(texts):
-            raise VdbguardError(f"the wrapped embeddings returned {len(vectors)} vectors for {len(texts)} texts")
-        items = [
-            Item(f"texts[{i}]", {"embedding": v}, document=t)
-            for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
-        ]
-        out = self.protector.protect(items, as_lists=True)
-        return [list(map(float, v)) if o is None else o["embedding"] for v, o in zip(vectors, out, strict=True)]
-
-    def _query(self, vector: Sequence[float]) -> list[float]:
-        if not self.protector.changes_space:
-            return list(map(float, vector))
-        return self.protector.query(vector).tolist()
+        return self.protector.query_list(await self.embeddings.aembed_query(text))

@@ -8,21 +8,19 @@ node vectors (fail closed: a RecordError names the text by its position in the b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from vdbguard.errors import MissingExtraError, VdbguardError
-from vdbguard.hooks.guard import Item, Protector, resolve_policy
 from vdbguard.hooks.policy import Decision, Policy
+from vdbguard.hooks.protector import Protector, needs_extra, resolve_policy
 from vdbguard.transforms.base import Transform
 
-try:
+with needs_extra("vdbguard.hooks.llamaindex", "llamaindex"):
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from pydantic import PrivateAttr
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtraError("vdbguard.hooks.llamaindex", "llamaindex") from exc
 
 __all__ = ["GuardedEmbedding"]
+
+_SOURCE = "the wrapped model"
 
 
 class GuardedEmbedding(BaseEmbedding):
@@ -59,10 +57,10 @@ class GuardedEmbedding(BaseEmbedding):
         return self._protector.last_decisions
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._query(self._inner.get_query_embedding(query))
+        return self._protector.query_list(self._inner.get_query_embedding(query))
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._query(await self._inner.aget_query_embedding(query))
+        return self._protector.query_list(await self._inner.aget_query_embedding(query))
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]
@@ -71,22 +69,7 @@ class GuardedEmbedding(BaseEmbedding):
         return (await self._aget_text_embeddings([text]))[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._protect(texts, self._inner.get_text_embedding_batch(texts))
+        return self._protector.protect_texts(texts, self._inner.get_text_embedding_batch(texts), _SOURCE)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._protect(texts, await self._inner.aget_text_embedding_batch(texts))
-
-    def _protect(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[list[float]]:
-        if len(vectors) != len(texts):
-            raise VdbguardError(f"the wrapped model returned {len(vectors)} embeddings for {len(texts)} texts")
-        items = [
-            Item(f"texts[{i}]", {"embedding": v}, document=t)
-            for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
-        ]
-        out = self._protector.protect(items, as_lists=True)
-        return [list(map(float, v)) if o is None else o["embedding"] for v, o in zip(vectors, out, strict=True)]
-
-    def _query(self, vector: Sequence[float]) -> list[float]:
-        if not self._protector.changes_space:
-            return list(map(float, vector))
-        return self._protector.query(vector).tolist()
+        return self._protector.protect_texts(texts, await self._inner.aget_text_embedding_batch(texts), _SOURCE)

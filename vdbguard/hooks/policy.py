@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Candidate", "Decision", "Policy", "ProtectAll", "ProtectFlagged", "payload_text"]
 
 
-
 class Candidate(NamedTuple):
     """One record of a write call, as a policy sees it (before any transform)."""
 

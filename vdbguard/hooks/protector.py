@@ -1,0 +1,308 @@
+"""The engine-neutral core of every write-path hook: validate, decide, transform, validate again.
+
+``Protector`` knows nothing of any store: client wrappers (``vdbguard.hooks.guard``), the framework
+embedding wrappers and ``vdbguard.protect`` turn their records into ``Item``s and get protected vectors
+back, or a ``RecordError`` naming the record and field before anything is written (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vdbguard.errors import MissingExtraError, RecordError, VdbguardError
+from vdbguard.hooks.policy import Candidate, Decision, Policy, ProtectAll, ProtectFlagged
+from vdbguard.transforms.base import Transform
+
+__all__ = ["Item", "Protector", "changes_space", "needs_extra", "resolve_policy"]
+
+_NUMBER = (int, float, np.number)
+
+
+def changes_space(transform: Transform) -> bool:
+    """Whether stored vectors live in another space than raw queries (so queries need ``apply_query``).
+
+    A transform may say so with a ``changes_space`` attribute; otherwise overriding ``apply_query``
+    is taken as the sign (the base class's is the identity).
+    """
+    explicit = getattr(transform, "changes_space", None)
+    if isinstance(explicit, bool):
+        return explicit
+    return type(transform).apply_query is not Transform.apply_query
+
+
+@dataclass
+class Item:
+    """One record of a write call: its id, its dense vectors by field label, and what a policy reads."""
+
+    record_id: str
+    vectors: dict[str, Any]
+    document: str | None = None
+    payload: Mapping[str, Any] | None = field(default=None, repr=False)
+
+
+class Protector:
+    """The engine-neutral core: validate, decide, transform, validate again, all before any write."""
+
+    def __init__(
+        self, transform: Transform, policy: Policy | None = None, *, vector_names: Collection[str] | None = None
+    ) -> None:
+        if not isinstance(transform, Transform):
+            raise VdbguardError(
+                f"guard needs a vdbguard Transform, got {type(transform).__name__}",
+                "build one with vdbguard.transforms.load_transform_class(name)(strength)",
+            )
+        self.transform = transform
+        self.policy = policy if policy is not None else ProtectAll()
+        self.changes_space = changes_space(transform)
+        self.vector_names = frozenset(vector_names) if vector_names is not None else None
+        self.name = str(getattr(transform, "name", type(transform).__name__))
+        if self.policy.selective and self.changes_space:
+            raise VdbguardError(
+                f"transform {self.name!r} changes the stored space, so it cannot protect only some records",
+                "queries are transformed too and would miss the unprotected records: use ProtectAll()",
+            )
+
+    @property
+    def last_decisions(self) -> list[Decision]:
+        return self.policy.last_decisions
+
+    def wants(self, name: str | None) -> bool:
+        """Whether the named vector is protected (``vector_names``; the unnamed vector always is)."""
+        return name is None or self.vector_names is None or name in self.vector_names
+
+    def protect(self, items: Sequence[Item], *, as_lists: bool = False) -> list[dict[str, Any] | None]:
+        """Per item: protected vectors by field label, or None where the policy leaves the item as is.
+
+        Values are float32 arrays (1-D, or 2-D for multi-vectors), or nested lists with ``as_lists``.
+        Each field is converted and transformed as one matrix when its vectors share a dimension.
+        """
+        columns: dict[str, tuple[list[int], list[Any]]] = {}
+        for i, item in enumerate(items):
+            for label, value in item.vectors.items():
+                column = columns.setdefault(label, ([], []))
+                column[0].append(i)
+                column[1].append(value)
+        matrices = {label: _matrix(items, label, *column) for label, column in columns.items()}
+        decisions = self._decide(items, columns, matrices)
+        out: list[dict[str, Any] | None] = [{} if d.protect else None for d in decisions]
+        kept = any(o is None for o in out)
+        for label, (members, values) in columns.items():
+            matrix = matrices[label]
+            chosen = [k for k, i in enumerate(members) if out[i] is not None]
+            if not chosen:
+                continue
+            if matrix is None:  # multi-vectors or mixed dimensions: one matrix per dimension
+                self._protect_ragged(items, label, [members[k] for k in chosen], [values[k] for k in chosen], out, kept)
+                continue
+            rows = matrix if len(chosen) == len(members) else matrix[chosen]
+            targets = [members[k] for k in chosen]
+            result = self._apply(rows, [(items[i].record_id, 1) for i in targets], label)
+            self._check_dimension(kept, rows.shape[1], result.shape[1])
+            for i, row in zip(targets, result.tolist() if as_lists else result, strict=True):
+                out[i][label] = row  # type: ignore[index]
+        if as_lists:
+            for entry in out:
+                for label, value in (entry or {}).items():
+                    if isinstance(value, np.ndarray):
+                        entry[label] = value.tolist()  # type: ignore[index]
+        return out
+
+    def _protect_ragged(
+        self, items: Sequence[Item], label: str, members: list[int], values: list[Any], out: list, kept: bool
+    ) -> None:
+        arrays = [_checked(items[i].record_id, label, v) for i, v in zip(members, values, strict=True)]
+        groups: dict[int, list[int]] = {}
+        for k, arr in enumerate(arrays):
+            groups.setdefault(arr.shape[-1], []).append(k)
+        for dim, ks in groups.items():
+            parts = [arrays[k].reshape(-1, dim) for k in ks]
+            owners = [(items[members[k]].record_id, len(p)) for k, p in zip(ks, parts, strict=True)]
+            result = self._apply(parts[0] if len(parts) == 1 else np.concatenate(parts), owners, label)
+            self._check_dimension(kept, dim, result.shape[1])
+            start = 0
+            for k, (_, n) in zip(ks, owners, strict=True):
+                rows = result[start : start + n]
+                start += n
+                out[members[k]][label] = rows[0] if arrays[k].ndim == 1 else rows
+
+    def _check_dimension(self, kept: bool, before: int, after: int) -> None:
+        if kept and before != after:
+            raise VdbguardError(
+                f"transform {self.name!r} changes the dimension ({before} -> {after}) "
+                "but the policy leaves some records unprotected",
+                "use ProtectAll() with dimension-changing transforms",
+            )
+
+    def query(self, value: Any, what: str = "query vector") -> np.ndarray:
+        """``apply_query`` on one query vector (or a multi-vector): float32, same nesting as given."""
+        arr = _checked("query", what, value)
+        try:
+            result = np.asarray(self.transform.apply_query(arr.reshape(-1, arr.shape[-1])), dtype=np.float32)
+        except Exception as exc:
+            raise VdbguardError(
+                f"transform {self.name!r} could not transform the {what}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if result.ndim != 2 or not np.isfinite(result).all():
+            raise VdbguardError(f"transform {self.name!r} turned the {what} into NaN, infinite or misshapen values")
+        return result[0] if arr.ndim == 1 else result
+
+    def protect_texts(self, texts: Sequence[str], vectors: Sequence[Sequence[float]], source: str) -> list[list[float]]:
+        """The embeddings a framework model (``source``) made of ``texts``, protected as lists.
+
+        The one text path of the LangChain and LlamaIndex wrappers: record ids are ``texts[i]``, the
+        field is ``embedding``, and a vector that cannot be protected fails the whole batch.
+        """
+        if len(vectors) != len(texts):
+            raise VdbguardError(f"{source} returned {len(vectors)} vectors for {len(texts)} texts")
+        items = [
+            Item(f"texts[{i}]", {"embedding": v}, document=t)
+            for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+        ]
+        out = self.protect(items, as_lists=True)
+        return [list(map(float, v)) if o is None else o["embedding"] for v, o in zip(vectors, out, strict=True)]
+
+    def query_list(self, vector: Sequence[float]) -> list[float]:
+        """A framework's query embedding moved into the stored space (as is when the transform keeps it)."""
+        if not self.changes_space:
+            return list(map(float, vector))
+        return self.query(vector).tolist()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _decide(
+        self,
+        items: Sequence[Item],
+        columns: dict[str, tuple[list[int], list[Any]]],
+        matrices: dict[str, np.ndarray | None],
+    ) -> list[Decision]:
+        if not self.policy.selective:
+            return self.policy.decide([Candidate(it.record_id) for it in items])
+        first: list[np.ndarray | None] = [None] * len(items)  # the first dense single vector of each item
+        for label, (members, values) in reversed(list(columns.items())):
+            matrix = matrices[label]
+            for k, i in enumerate(members):
+                vector = matrix[k] if matrix is not None else _checked(items[i].record_id, label, values[k])
+                if vector.ndim == 1:
+                    first[i] = vector
+        candidates = [Candidate(it.record_id, it.document, it.payload, v) for it, v in zip(items, first, strict=True)]
+        try:
+            return self.policy.decide(candidates)
+        except VdbguardError:
+            raise
+        except Exception as exc:
+            failing = next((c.record_id for c in candidates if _raises(self.policy.decide, [c])), None)
+            problem = f"could not be judged by policy {type(self.policy).__name__}: {type(exc).__name__}: {exc}"
+            if failing is None:
+                raise VdbguardError(f"policy {type(self.policy).__name__} failed: {exc}") from exc
+            raise RecordError(failing, "policy", problem) from exc
+
+    def _apply(self, rows: np.ndarray, owners: list[tuple[str, int]], label: str) -> np.ndarray:
+        try:
+            result = self.transform.apply(rows)
+        except Exception as exc:
+            raise self._locate(rows, owners, label, exc) from exc
+        result = np.asarray(result, dtype=np.float32)
+        if result.ndim != 2 or result.shape[0] != rows.shape[0]:
+            raise VdbguardError(
+                f"transform {self.name!r} returned shape {result.shape} for {rows.shape[0]} vectors",
+                "a transform must return one row per input vector",
+            )
+        bad = np.flatnonzero(~np.isfinite(result).all(axis=1))
+        if bad.size:
+            owner = _owner_of(int(bad[0]), owners)
+            raise RecordError(owner, label, f"was turned into NaN or infinite values by transform {self.name!r}")
+        return result
+
+    def _locate(self, rows: np.ndarray, owners: list[tuple[str, int]], label: str, exc: Exception) -> VdbguardError:
+        start = 0
+        for record_id, n in owners:
+            if _raises(self.transform.apply, rows[start : start + n]):
+                return RecordError(
+                    record_id, label, f"could not be protected by transform {self.name!r}: {type(exc).__name__}: {exc}"
+                )
+            start += n
+        return VdbguardError(
+            f"transform {self.name!r} failed on a batch of {len(owners)} records: {type(exc).__name__}: {exc}"
+        )
+
+
+def _matrix(items: Sequence[Item], label: str, members: list[int], values: list[Any]) -> np.ndarray | None:
+    """The field's vectors as one finite float32 matrix when they are flat and of one dimension, else
+    None (multi-vectors, mixed dimensions, or bad values, which per-record checks then name)."""
+    try:
+        matrix = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        return None
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = members[int(np.flatnonzero(~finite)[0])]
+        raise RecordError(items[bad].record_id, label, "contains NaN or infinite values")
+    return matrix
+
+
+def _raises(fn: Callable[[Any], Any], arg: Any) -> bool:
+    try:
+        fn(arg)
+    except Exception:
+        return True
+    return False
+
+
+def _owner_of(row: int, owners: list[tuple[str, int]]) -> str:
+    for record_id, n in owners:
+        if row < n:
+            return record_id
+        row -= n
+    return owners[-1][0]
+
+
+def _checked(record_id: str, label: str, value: Any) -> np.ndarray:
+    """A vector (1-D) or multi-vector (2-D) as finite float32, or a RecordError saying what is wrong."""
+    try:
+        arr = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise RecordError(record_id, label, "is not a list of numbers (or a list of such lists)") from exc
+    if arr.ndim not in (1, 2) or arr.size == 0:
+        raise RecordError(record_id, label, f"has shape {arr.shape}, expected a non-empty list of numbers")
+    if not np.isfinite(arr).all():
+        raise RecordError(record_id, label, "contains NaN or infinite values")
+    return arr
+
+
+def _is_vector(value: Any) -> bool:
+    """A dense vector or multi-vector given as numbers (not an id, a sparse vector or an inference object)."""
+    if isinstance(value, np.ndarray):
+        return True
+    if isinstance(value, (list, tuple)):
+        return not value or isinstance(value[0], (*_NUMBER, list, tuple, np.ndarray))
+    return False
+
+
+def _label(name: str | None, base: str = "vector") -> str:
+    """An item's field label for a vector: ``vector``, or ``vector['name']`` for a named one."""
+    return base if name is None else f"{base}[{name!r}]"
+
+
+def resolve_policy(policy: Policy | None, detector: Any) -> Policy | None:
+    """``detector=d`` is short for ``policy=ProtectFlagged(d)``; giving both is ambiguous."""
+    if detector is None:
+        return policy
+    if policy is not None:
+        raise VdbguardError("pass either policy or detector, not both", "detector=d means policy=ProtectFlagged(d)")
+    return ProtectFlagged(detector)
+
+
+@contextmanager
+def needs_extra(module: str, extra: str) -> Iterator[None]:
+    """Imports in the block that fail mean ``module`` lacks its optional ``extra``: say which to install."""
+    try:
+        yield
+    except ImportError as exc:
+        raise MissingExtraError(module, extra) from exc
