@@ -22,7 +22,6 @@ difference of two noisy numbers.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import bench_parser
 
 from vdbguard.hooks import guard
 from vdbguard.transforms.base import Transform
@@ -116,11 +116,7 @@ def time_prep(prep: Callable[[], Any], repeats: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--repeats", type=int, default=60)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser = bench_parser(__doc__, batch=256, dim=384, repeats=60, warmup=5)
     parser.add_argument("--stores", default="qdrant,chroma,qdrant-memory,chroma-memory")
     args = parser.parse_args()
 

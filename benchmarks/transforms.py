@@ -12,7 +12,6 @@ processes on a shared machine) and the median.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import shlex
@@ -22,6 +21,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from common import bench_parser
 
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.dcpe import DcpeScaleAndPerturb
@@ -116,11 +116,7 @@ def alignment_table() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--fit-n", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = bench_parser(__doc__, n=100_000, dim=384, fit_n=10_000, repeats=5)
     parser.add_argument("--only", default=",".join(CASES), help="comma-separated subset of: " + ", ".join(CASES))
     parser.add_argument("--alignment", action="store_true", help="also print the SAP vs alignment-attack table")
     args = parser.parse_args()

@@ -78,3 +78,22 @@ class Offset(Transform):
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         return np.asarray(vectors, dtype=np.float32) + np.float32(self.strength)
+
+
+class Rotation(Transform):
+    """A seeded orthogonal rotation: it changes the stored space, so queries must be rotated too."""
+
+    name = "test-rotation"
+    description = "random orthogonal rotation"
+    strength_meaning = "unused"
+
+    def __init__(self, strength: float = 1.0, seed: int | None = 0, dim: int = 8) -> None:
+        super().__init__(strength, seed)
+        q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, dim)))
+        self.matrix = q.astype(np.float32)
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        return np.asarray(vectors, dtype=np.float32) @ self.matrix
+
+    def apply_query(self, vectors: np.ndarray) -> np.ndarray:
+        return self.apply(vectors)

@@ -11,8 +11,7 @@ import pytest
 from vdbguard.connectors.chroma import ChromaConnector
 from vdbguard.connectors.qdrant import QdrantConnector
 
-from tests.helpers import Offset, make_chroma_store, make_records
-from tests.test_hooks import Rotation
+from tests.helpers import Offset, Rotation, make_chroma_store, make_records
 from vdbguard.errors import VdbguardError
 from vdbguard.protect import ProtectResult, protect_collection
 from vdbguard.records import VectorRecord

@@ -84,7 +84,7 @@ class ProtectAll(Policy):
 class ProtectFlagged(Policy):
     """Protect records whose text the detector flags, or whose vector a trained probe flags.
 
-    ``attacks`` (optional) are trained attacks from ``vdbguard.training``; a record is flagged when an
+    ``attacks`` (optional) are trained attacks from ``vdbguard.attacks.training``; a record is flagged when an
     attack scores a PII type at or above its threshold, recovers a PII value, or (inversion attacks)
     recovers text in which the detector finds PII. A record with neither text nor probes to judge it
     is protected (fail closed). A detector or attack error names the record and stops the write.

@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers import Offset
+from tests.helpers import Offset, Rotation
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks import ProtectAll, ProtectFlagged, guard
-from vdbguard.transforms.base import Transform
 
 POISON = 999.0  # a first coordinate the failing transforms below refuse
 
@@ -51,25 +50,6 @@ class FailsOnRow(Offset):
         if np.isclose(np.asarray(vectors, dtype=np.float32), self.bad, atol=1e-6).all(axis=1).any():
             raise ValueError("refused row")
         return super().apply(vectors)
-
-
-class Rotation(Transform):
-    """A seeded orthogonal rotation: it changes the stored space, so queries must be rotated too."""
-
-    name = "test-rotation"
-    description = "random orthogonal rotation"
-    strength_meaning = "unused"
-
-    def __init__(self, strength: float = 1.0, seed: int | None = 0, dim: int = 8) -> None:
-        super().__init__(strength, seed)
-        q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, dim)))
-        self.matrix = q.astype(np.float32)
-
-    def apply(self, vectors: np.ndarray) -> np.ndarray:
-        return np.asarray(vectors, dtype=np.float32) @ self.matrix
-
-    def apply_query(self, vectors: np.ndarray) -> np.ndarray:
-        return self.apply(vectors)
 
 
 def unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
