@@ -32,15 +32,19 @@ class Store:
     connector: Callable[[Any], Any]  # returns a Connector
 
 
+def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -> None:
+    with connector:
+        connector.ensure_collection(records[0].vector.size, metric)
+        for start in range(0, len(records), 5000):
+            connector.upsert(records[start : start + 5000])
+
+
 def chroma_store() -> Store:
     import chromadb
     from vdbguard.connectors.chroma import ChromaConnector
 
     def fill(root: Path, records: list[VectorRecord]) -> dict:
-        with ChromaConnector(collection="bench", path=root / "chroma", create=True) as connector:
-            connector.ensure_collection(records[0].vector.size, "l2")
-            for start in range(0, len(records), 5000):
-                connector.upsert(records[start : start + 5000])
+        _fill(ChromaConnector(collection="bench", path=root / "chroma", create=True), records, "l2")
         return {"path": root / "chroma"}
 
     def raw(ctx: dict) -> int:
@@ -54,13 +58,6 @@ def chroma_store() -> Store:
             offset += len(page["ids"])
 
     return Store(fill, raw, lambda ctx: ChromaConnector(collection="bench", path=ctx["path"]))
-
-
-def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -> None:
-    with connector:
-        connector.ensure_collection(records[0].vector.size, metric)
-        for start in range(0, len(records), 5000):
-            connector.upsert(records[start : start + 5000])
 
 
 def lancedb_store() -> Store:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
-import shutil
-import tempfile
-import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,8 +14,15 @@ import numpy as np
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 from chromadb.errors import NotFoundError
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.retry import http_status_is_transient, with_retries
+from vdbguard.connectors.support import (
+    EmbeddedStore,
+    ServerStore,
+    StoreCalls,
+    http_status_is_transient,
+    require_path_or_url,
+)
 
+from vdbguard.credentials import redact_url
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
@@ -28,7 +31,7 @@ _INCLUDE: Any = ["embeddings", "documents", "metadatas"]
 _START_HINT = "is the server running? start one with `chroma run --path DIR --host 127.0.0.1 --port PORT`"
 
 
-class ChromaConnector(Connector):
+class ChromaConnector(StoreCalls, Connector):
     """One Chroma collection, embedded (``path``) or over HTTP (``url``); give exactly one of them.
 
     Read-only guarantee (embedded mode): chromadb 1.5.x rewrites ``chroma.sqlite3`` and the HNSW
@@ -70,83 +73,26 @@ class ChromaConnector(Connector):
         create: bool = False,
         metric: str = "l2",
     ) -> None:
-        if (path is None) == (url is None):
-            raise VdbguardError(
-                "the chroma connector needs exactly one of path or url",
-                "pass path=DIR for an embedded store or url=http://HOST:PORT for a `chroma run` server",
-            )
+        require_path_or_url(
+            "chroma", path, url, "pass path=DIR for an embedded store or url=http://HOST:PORT for a `chroma run` server"
+        )
         self.collection_name = collection
         self.tenant = tenant
         self.database = database
         self.snapshot = snapshot
         self.create = create
         self.metric = metric
-        self._headers = dict(headers) if headers else None
-        self._path = Path(path).expanduser() if path is not None else None
-        self._host = ""
-        self._port = 0
-        self._ssl = False
-        self.location = ""
-        if self._path is not None:
-            self.location = str(self._path)
-            if self._path.exists() and not self._path.is_dir():
-                raise ConnectorError(f"Chroma path {self.location} is not a directory")
-            if not self._path.exists() and not create:
-                raise ConnectorError(
-                    f"Chroma path {self.location} does not exist",
-                    "point path at a Chroma persist directory (the one holding chroma.sqlite3)",
-                )
+        self._store: _Server | _Local
+        if path is not None:
+            self._store = _Local(Path(path).expanduser(), snapshot, create, tenant, database)
         else:
             assert url is not None
-            self._parse_url(url)
-        self._read_client: Any = None
+            self._store = _Server(url, dict(headers) if headers else None, tenant, database)
+        self.location = self._store.location
         self._read_col: Any = None
-        self._write_client: Any = None
         self._write_col: Any = None
-        self._snapshot_dir: Path | None = None
-        self._cleanup: weakref.finalize | None = None
 
     # -- connection handling -------------------------------------------------------------------
-
-    def _parse_url(self, url: str) -> None:
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        shown = re.sub(r"//[^/@]*@", "//***@", url)  # never echo credentials embedded in the URL
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise VdbguardError(f"unsupported Chroma URL {shown!r}", "use http(s)://HOST:PORT")
-        self._ssl = parts.scheme == "https"
-        self._host = parts.hostname
-        try:
-            port = parts.port
-        except ValueError as exc:
-            raise VdbguardError(f"bad port in Chroma URL {shown!r}", "use http(s)://HOST:PORT") from exc
-        self._port = port if port is not None else (443 if self._ssl else 8000)
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        self.location = f"{parts.scheme}://{host}:{self._port}"  # no userinfo, no query
-
-    def _http_client(self) -> Any:
-        try:
-            return chromadb.HttpClient(
-                host=self._host,
-                port=self._port,
-                ssl=self._ssl,
-                headers=self._headers,
-                tenant=self.tenant,
-                database=self.database,
-            )
-        except Exception as exc:
-            raise ConnectorError(
-                f"cannot connect to Chroma at {self.location}: {type(exc).__name__}: {exc}",
-                f"{_START_HINT}; check the URL, tenant/database and auth headers",
-            ) from exc
-
-    def _persistent_client(self, path: Path) -> Any:
-        try:
-            return chromadb.PersistentClient(path=str(path), tenant=self.tenant, database=self.database)
-        except Exception as exc:
-            raise ConnectorError(
-                f"cannot open the Chroma store at {self.location}: {type(exc).__name__}: {exc}",
-                "check that the directory is a Chroma persist directory written by chromadb>=1.0",
-            ) from exc
 
     def _open_collection(self, client: Any) -> Any:
         try:
@@ -172,68 +118,45 @@ class ChromaConnector(Connector):
         )
 
     def _reader(self) -> Any:
-        if self._read_col is not None:
-            return self._read_col
-        if self._path is not None and not self._path.is_dir():
-            raise ConnectorError(f"Chroma path {self.location} does not exist", "nothing has been written there yet")
-        if self._path is None:
-            self._read_client = self._write_client or self._http_client()
-        elif self.snapshot:
-            tmp = Path(tempfile.mkdtemp(prefix="vdbguard-chroma-"))
-            self._cleanup = weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
-            self._snapshot_dir = tmp / "store"
-            shutil.copytree(self._path, self._snapshot_dir)
-            self._read_client = self._persistent_client(self._snapshot_dir)
-        else:
-            self._read_client = self._write_client or self._persistent_client(self._path)
-        self._read_col = self._open_collection(self._read_client)
+        if self._read_col is None:
+            self._store.drop_snapshot()  # a copy in which the collection could not be opened is stale
+            self._read_col = self._open_collection(self._store.reader())
         return self._read_col
 
     def _writer(self) -> Any:
         if self._write_col is not None:
             return self._write_col
-        if self._write_client is None:
-            if self._path is None:
-                self._write_client = self._read_client or self._http_client()
-            else:
-                self._write_client = self._persistent_client(self._path)
+        client = self._store.writer()
         if self.create:
             self._write_col = self._call(
                 "get_or_create_collection",
-                self._write_client.get_or_create_collection,
+                client.get_or_create_collection,
                 self.collection_name,
                 embedding_function=None,
                 configuration={"hnsw": {"space": self.metric}},
             )
         else:
-            self._write_col = self._open_collection(self._write_client)
+            self._write_col = self._open_collection(client)
         return self._write_col
 
     def _drop_snapshot(self) -> None:
-        if self._snapshot_dir is None:
-            return
-        _close_client(self._read_client)
-        self._read_client = self._read_col = None
-        self._snapshot_dir = None
-        if self._cleanup is not None:
-            self._cleanup()
-            self._cleanup = None
+        if self._store.drop_snapshot():
+            self._read_col = None
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            if self._path is not None:
-                return fn(*args, **kwargs)
-            return with_retries(lambda: fn(*args, **kwargs), is_transient=_transient, what=f"Chroma {what}")
-        except VdbguardError:
-            raise
-        except Exception as exc:
-            raise self._failed(what, exc) from exc
+    store: ClassVar[str] = "Chroma"
 
-    def _failed(self, what: str, exc: Exception) -> ConnectorError:
-        return ConnectorError(
-            f"Chroma {what} on {self.collection_name!r} at {self.location} failed: {type(exc).__name__}: {exc}",
-            _START_HINT if self._path is None else None,
-        )
+    def _retries(self) -> bool:
+        return self._store.remote
+
+    def _transient(self, exc: BaseException) -> bool:
+        """Connection drops, timeouts and 429/5xx answers from a Chroma server are worth retrying."""
+        if isinstance(exc, httpx.TransportError):
+            return True
+        response = getattr(exc, "response", None)
+        return http_status_is_transient(getattr(response, "status_code", None))
+
+    def _failed(self, what: str, exc: BaseException) -> ConnectorError:
+        return self._failure(what, exc, _START_HINT if self._store.remote else None)
 
     # -- Connector API -------------------------------------------------------------------------
 
@@ -315,7 +238,7 @@ class ChromaConnector(Connector):
             return
         vectors = [r.checked_vector().tolist() for r in records]  # RecordError for missing/NaN vectors
         col = self._writer()
-        client = self._write_client
+        client = self._store.writer()
         step = max(int(client.get_max_batch_size()) if hasattr(client, "get_max_batch_size") else 1000, 1)
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
@@ -347,25 +270,73 @@ class ChromaConnector(Connector):
         self._drop_snapshot()
 
     def close(self) -> None:
-        self._drop_snapshot()
-        for client in {id(c): c for c in (self._read_client, self._write_client) if c is not None}.values():
-            _close_client(client)
-        self._read_client = self._read_col = self._write_client = self._write_col = None
+        self._store.close()
+        self._read_col = self._write_col = None
 
 
-def _transient(exc: BaseException) -> bool:
-    """Connection drops, timeouts and 429/5xx answers from a Chroma server are worth retrying."""
-    if isinstance(exc, httpx.TransportError):
-        return True
-    response = getattr(exc, "response", None)
-    return http_status_is_transient(getattr(response, "status_code", None))
+class _Server(ServerStore):
+    """A ``chroma run`` server."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None, tenant: str, database: str) -> None:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        shown = redact_url(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+            raise VdbguardError(f"unsupported Chroma URL {shown!r}", "use http(s)://HOST:PORT")
+        self._ssl = parts.scheme == "https"
+        self._host = parts.hostname
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise VdbguardError(f"bad port in Chroma URL {shown!r}", "use http(s)://HOST:PORT") from exc
+        self._port = port if port is not None else (443 if self._ssl else 8000)
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self.location = f"{parts.scheme}://{host}:{self._port}"  # no userinfo, no query
+        self._headers = headers
+        self._tenant = tenant
+        self._database = database
+
+    def _connect(self) -> Any:
+        try:
+            return chromadb.HttpClient(
+                host=self._host,
+                port=self._port,
+                ssl=self._ssl,
+                headers=self._headers,
+                tenant=self._tenant,
+                database=self._database,
+            )
+        except Exception as exc:
+            raise ConnectorError(
+                f"cannot connect to Chroma at {self.location}: {type(exc).__name__}: {exc}",
+                f"{_START_HINT}; check the URL, tenant/database and auth headers",
+            ) from exc
 
 
-def _close_client(client: Any) -> None:
-    close = getattr(client, "close", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            close()
+class _Local(EmbeddedStore):
+    """A persist directory: chromadb rewrites its files whenever a client opens it (see the class doc)."""
+
+    copy_prefix = "chroma"
+    described_as = "the Chroma store"
+    open_hint = "check that the directory is a Chroma persist directory written by chromadb>=1.0"
+
+    def __init__(self, path: Path, snapshot: bool, create: bool, tenant: str, database: str) -> None:
+        super().__init__(path, snapshot)
+        if path.exists() and not path.is_dir():
+            raise ConnectorError(f"Chroma path {self.location} is not a directory")
+        if not path.exists() and not create:
+            raise ConnectorError(
+                f"Chroma path {self.location} does not exist",
+                "point path at a Chroma persist directory (the one holding chroma.sqlite3)",
+            )
+        self._tenant = tenant
+        self._database = database
+
+    def _check(self) -> None:
+        if not self.path.is_dir():
+            raise ConnectorError(f"Chroma path {self.location} does not exist", "nothing has been written there yet")
+
+    def _connect(self, path: Path) -> Any:
+        return chromadb.PersistentClient(path=str(path), tenant=self._tenant, database=self._database)
 
 
 def _metric(col: Any) -> str:

@@ -11,18 +11,18 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.support import metric_name
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
 _META_KEY = b"vdbguard"  # schema metadata written by ensure_collection: {"metric", "text", "payload"}
-_METRICS = {"cosine": "cosine", "l2": "l2", "euclidean": "l2", "ip": "ip", "dot": "ip", "inner_product": "ip"}
 _CURSOR_HINT = "pass a cursor taken from a lancedb scan, or none to start over"
 
 
 def normalise_metric(metric: str) -> str:
     """LanceDB distance names (``l2``, ``cosine``, ``dot``) as vdbguard metrics (``l2``, ``cosine``, ``ip``)."""
-    return _METRICS.get(metric.lower(), metric.lower())
+    return metric_name(metric) or metric.lower()
 
 
 class LanceDBConnector(Connector):

@@ -5,11 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import shutil
-import tempfile
-import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -18,14 +14,23 @@ import grpc
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.retry import with_retries
+from vdbguard.connectors.support import (
+    EmbeddedStore,
+    ServerStore,
+    StoreCalls,
+    close_quietly,
+    metric_name,
+    require_path_or_url,
+    store_metric,
+)
 
+from vdbguard.credentials import redact_userinfo, scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
 _DENSE = {DataType.FLOAT_VECTOR, DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR, DataType.INT8_VECTOR}
 _OTHER_VECTORS = {DataType.BINARY_VECTOR, DataType.SPARSE_FLOAT_VECTOR}
-_METRICS = {"cosine": "COSINE", "l2": "L2", "ip": "IP", "dot": "IP"}
+_METRICS = {"cosine": "COSINE", "l2": "L2", "ip": "IP"}  # vdbguard metric -> Milvus metric type
 _TEXT_PROPERTY = "vdbguard.text"  # collection property naming the document field (set by ensure_collection)
 _WRITE_CHUNK = 1000
 _MAX_PAGE = 4096  # well below Milvus' 16384-row query window
@@ -33,7 +38,7 @@ _TRANSIENT_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDE
 _CURSOR_HINT = "pass a cursor taken from a milvus scan, or none to start over"
 
 
-class MilvusConnector(Connector):
+class MilvusConnector(StoreCalls, Connector):
     """One Milvus collection, embedded (``path``, a Milvus Lite ``.db``) or on a server (``url``).
 
     What is read: the primary key (VARCHAR or INT64; ``.id`` is its string form), every dense vector
@@ -97,11 +102,9 @@ class MilvusConnector(Connector):
         load: bool | str = False,
         timeout: float | str = 10.0,
     ) -> None:
-        if (path is None) == (url is None):
-            raise VdbguardError(
-                "the milvus connector needs exactly one of path or url",
-                "pass path=FILE.db for Milvus Lite or url=http://HOST:19530 for a server",
-            )
+        require_path_or_url(
+            "milvus", path, url, "pass path=FILE.db for Milvus Lite or url=http://HOST:19530 for a server"
+        )
         self.collection_name = collection
         self.vector_name = vector_name
         self.text_field = text_field
@@ -113,121 +116,49 @@ class MilvusConnector(Connector):
             namespace = [n.strip() for n in namespace.split(",") if n.strip()]
         self.namespaces = tuple(namespace) if namespace else None
         self._token = token if token is not None else os.environ.get("MILVUS_TOKEN", "")
-        self._path = Path(path).expanduser().absolute() if path is not None else None
-        self._url = url
-        if self._path is not None:
-            if not self._path.name.endswith(".db"):
-                raise VdbguardError(f"Milvus Lite path {self._path} must end with .db", "e.g. path=./milvus.db")
-            self.location = str(self._path)
+        self._store: _Server | _Lite
+        if path is not None:
+            self._store = _Lite(Path(path).expanduser().absolute(), self.snapshot, self._token)
         else:
             assert url is not None
-            parts = urlsplit(url if "://" in url else f"http://{url}")
-            try:
-                port = parts.port or (443 if parts.scheme == "https" else 19530)
-            except ValueError as exc:
-                raise VdbguardError("bad port in the Milvus URL", "use http(s)://HOST:PORT") from exc
-            if not parts.hostname:
-                raise VdbguardError("the Milvus URL has no host", "use http(s)://HOST:PORT")
-            self.location = f"{parts.hostname}:{port}"
-        self._reader: Any = None
-        self._writer: Any = None
-        self._owned: list[str] = []  # Milvus Lite data dirs whose server this connector started
-        self._snapshot_dir: Path | None = None
-        self._cleanup: weakref.finalize | None = None
+            self._store = _Server(url, self._token, db_name, self.timeout, self._failed)
+        self.location = self._store.location
         self._schemas: dict[int, _Schema] = {}
 
-    # -- connection handling -------------------------------------------------------------------
-
-    def _open(self, uri: str) -> Any:
-        lite = uri.endswith(".db")
-        if lite:
-            servers = getattr(_server_manager(), "_servers", {})
-            if os.path.abspath(uri) not in servers:
-                self._owned.append(uri)
-        try:
-            if lite:
-                return MilvusClient(uri=uri)
-            return MilvusClient(uri=uri, token=self._token, db_name=self.db_name, timeout=self.timeout)
-        except Exception as exc:
-            if lite:
-                raise ConnectorError(
-                    f"cannot open the Milvus Lite store at {self.location}: {_message(exc, self._token)}",
-                    "is another process holding it open? (it takes an exclusive lock); snapshot=true reads a copy",
-                ) from exc
-            raise self._failed("connect", exc) from exc
-
-    def _read_client(self) -> Any:
-        if self._reader is not None:
-            return self._reader
-        if self._path is None:
-            self._reader = self._writer or self._open(str(self._url))
-            return self._reader
-        if not self._path.exists():
-            raise ConnectorError(
-                f"Milvus Lite store {self.location} does not exist", "point path at the .db given to MilvusClient"
-            )
-        if not self.snapshot:
-            self._reader = self._writer or self._open(str(self._path))
-            return self._reader
-        tmp = Path(tempfile.mkdtemp(prefix="vdbguard-milvus-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
-        self._snapshot_dir = tmp / self._path.name
-        if self._path.is_dir():
-            shutil.copytree(self._path, self._snapshot_dir)
-        else:
-            shutil.copy2(self._path, self._snapshot_dir)
-        self._reader = self._open(str(self._snapshot_dir))
-        return self._reader
-
-    def _write_client(self) -> Any:
-        if self._writer is None:
-            if self._path is not None:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-                self._writer = self._open(str(self._path))
-            else:
-                self._writer = self._reader or self._open(str(self._url))
-        return self._writer
+    # -- store calls ---------------------------------------------------------------------------
 
     def _drop_snapshot(self) -> None:
-        if self._snapshot_dir is None:
-            return
-        self._release(self._reader, str(self._snapshot_dir))
-        self._reader = None
-        self._snapshot_dir = None
-        self._schemas.clear()
-        if self._cleanup is not None:
-            self._cleanup()
-            self._cleanup = None
+        if self._store.drop_snapshot():
+            self._schemas.clear()
 
-    def _release(self, client: Any, uri: str | None) -> None:
-        with contextlib.suppress(Exception):
-            client.close()
-        if uri in self._owned:
-            self._owned.remove(uri)
-            with contextlib.suppress(Exception):
-                _server_manager().release_server(uri)
+    store: ClassVar[str] = "Milvus"
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            if self._path is not None:
-                return fn(*args, **kwargs)
-            return with_retries(lambda: fn(*args, **kwargs), is_transient=_transient, what=f"Milvus {what}")
-        except VdbguardError:
-            raise
-        except Exception as exc:
-            raise self._failed(what, exc) from exc
+    def _retries(self) -> bool:
+        return self._store.remote
+
+    def _transient(self, exc: BaseException) -> bool:
+        """gRPC UNAVAILABLE / DEADLINE_EXCEEDED / RESOURCE_EXHAUSTED and Milvus rate limiting."""
+        code = _code(exc)
+        if code in _TRANSIENT_GRPC:
+            return True
+        if isinstance(exc, MilvusException):
+            text = str(exc.message).lower()
+            return code == 8 or "unavailable" in text or "rate limit" in text or "deadline" in text
+        return False
+
+    def _detail(self, exc: BaseException) -> str:
+        return _message(exc, self._token)
 
     def _failed(self, what: str, exc: BaseException) -> ConnectorError:
-        text = _message(exc, self._token)
         if _is_auth_error(exc):
             return ConnectorError(
                 f"Milvus at {self.location} rejected the credentials ({what})",
                 "check the token / API key (token=... or MILVUS_TOKEN, user:password or a Zilliz API key)",
             )
         hint = None
-        if self._path is None and _transient(exc):
+        if self._store.remote and self._transient(exc):
             hint = "is the server running and reachable? check the host and port"
-        return ConnectorError(f"Milvus {what} on {self.collection_name!r} at {self.location} failed: {text}", hint)
+        return self._failure(what, exc, hint)
 
     def _schema(self, client: Any) -> _Schema:
         cached = self._schemas.get(id(client))
@@ -248,7 +179,7 @@ class MilvusConnector(Connector):
         state = self._call("get_load_state", client.get_load_state, self.collection_name).get("state")
         if "NotLoad" not in str(state):
             return
-        if self._path is not None or self.load:
+        if not self._store.remote or self.load:
             self._call("load_collection", client.load_collection, self.collection_name)
             return
         raise ConnectorError(
@@ -271,7 +202,7 @@ class MilvusConnector(Connector):
     # -- Connector API -------------------------------------------------------------------------
 
     def describe(self) -> CollectionInfo:
-        client = self._read_client()
+        client = self._store.reader()
         schema = self._schema(client)
         self._loaded(client)
         partitions = self._partitions(client)
@@ -288,7 +219,7 @@ class MilvusConnector(Connector):
             for index in self._call("list_indexes", client.list_indexes, self.collection_name, schema.primary):
                 info = self._call("describe_index", client.describe_index, self.collection_name, index) or {}
                 if info.get("metric_type"):
-                    metric = _normalise_metric(str(info["metric_type"]))
+                    metric = metric_name(str(info["metric_type"])) or str(info["metric_type"]).lower()
                     break
         return CollectionInfo(
             name=self.collection_name,
@@ -305,7 +236,7 @@ class MilvusConnector(Connector):
         if batch_size < 1:
             raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
         start_partition, last = _parse_cursor(resume_from)
-        client = self._read_client()
+        client = self._store.reader()
         schema = self._schema(client)
         self._loaded(client)
         page = min(batch_size, _MAX_PAGE)
@@ -339,7 +270,7 @@ class MilvusConnector(Connector):
         """Delete the ids everywhere, then upsert each record into its partition (see the class doc)."""
         if not records:
             return
-        client = self._write_client()
+        client = self._store.writer()
         schema = self._schema(client)
         records = list({r.id: r for r in records}.values())  # last one wins
         rows = [schema.row(r) for r in records]  # RecordError before anything is written
@@ -360,10 +291,10 @@ class MilvusConnector(Connector):
         self._drop_snapshot()
 
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
-        client = self._write_client()
+        client = self._store.writer()
         if self._call("has_collection", client.has_collection, self.collection_name):
             return
-        milvus_metric = _METRICS.get(metric.lower())
+        milvus_metric = store_metric(metric, _METRICS)
         if milvus_metric is None:
             raise VdbguardError(f"unsupported metric {metric!r} for Milvus", "use cosine, l2 or ip")
         names = list(vector_names) or ["vector"]
@@ -390,13 +321,81 @@ class MilvusConnector(Connector):
 
     def close(self) -> None:
         self._drop_snapshot()
-        writer, self._writer = self._writer, None
-        reader, self._reader = self._reader, None
-        if writer is not None:
-            self._release(writer, str(self._path) if self._path is not None else None)
-        if reader is not None and reader is not writer:
-            self._release(reader, str(self._path) if self._path is not None else None)
+        self._store.close()
         self._schemas.clear()
+
+
+class _Server(ServerStore):
+    """A Milvus server."""
+
+    def __init__(
+        self, url: str, token: str, db_name: str, timeout: float, failed: Callable[[str, BaseException], Exception]
+    ) -> None:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 19530)
+        except ValueError as exc:
+            raise VdbguardError("bad port in the Milvus URL", "use http(s)://HOST:PORT") from exc
+        if not parts.hostname:
+            raise VdbguardError("the Milvus URL has no host", "use http(s)://HOST:PORT")
+        self.location = f"{parts.hostname}:{port}"
+        self._url = url
+        self._token = token
+        self._db_name = db_name
+        self._timeout = timeout
+        self._failed = failed
+
+    def _connect(self) -> Any:
+        try:
+            return MilvusClient(uri=self._url, token=self._token, db_name=self._db_name, timeout=self._timeout)
+        except Exception as exc:
+            raise self._failed("connect", exc) from exc
+
+
+class _Lite(EmbeddedStore):
+    """A Milvus Lite ``.db``: opening it takes an exclusive lock and writes (see the class doc)."""
+
+    copy_prefix = "milvus"
+    described_as = "the Milvus Lite store"
+    open_hint = "is another process holding it open? (it takes an exclusive lock); snapshot=true reads a copy"
+
+    def __init__(self, path: Path, snapshot: bool, token: str) -> None:
+        if not path.name.endswith(".db"):
+            raise VdbguardError(f"Milvus Lite path {path} must end with .db", "e.g. path=./milvus.db")
+        super().__init__(path, snapshot)
+        self.copy_name = path.name
+        self._token = token
+        self._owned: list[str] = []  # Milvus Lite data dirs whose server this connector started
+
+    def _check(self) -> None:
+        if not self.path.exists():
+            raise ConnectorError(
+                f"Milvus Lite store {self.location} does not exist", "point path at the .db given to MilvusClient"
+            )
+
+    def _connect(self, path: Path) -> Any:
+        uri = str(path)
+        if os.path.abspath(uri) not in getattr(_server_manager(), "_servers", {}):
+            self._owned.append(uri)
+        return MilvusClient(uri=uri)
+
+    def _open_failed(self, exc: Exception) -> ConnectorError:
+        return ConnectorError(
+            f"cannot open {self.described_as} at {self.location}: {_message(exc, self._token)}", self.open_hint
+        )
+
+    def writer(self) -> Any:
+        if self._writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        return super().writer()
+
+    def _release(self, client: Any, path: Path) -> None:
+        """Closing stops the Milvus Lite server this connector started for the store (which flushes it)."""
+        close_quietly(client)
+        if str(path) in self._owned:
+            self._owned.remove(str(path))
+            with contextlib.suppress(Exception):
+                _server_manager().release_server(str(path))
 
 
 class _Schema:
@@ -530,15 +529,8 @@ def _encode(vector: np.ndarray, dtype: DataType) -> Any:
     return vector.tolist()  # FLOAT_VECTOR: exact (float32 -> float -> float32); BFLOAT16 from floats
 
 
-def _normalise_metric(metric: str) -> str:
-    return {"COSINE": "cosine", "L2": "l2", "IP": "ip"}.get(metric.upper(), metric.lower())
-
-
 def _message(exc: BaseException, secret: str) -> str:
-    text = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
-    if secret:
-        text = text.replace(secret, "***")
-    return re.sub(r"//[^/@\s]*@", "//***@", text)
+    return redact_userinfo(scrub(f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}", [secret]))
 
 
 def _code(exc: BaseException) -> Any:
@@ -553,17 +545,6 @@ def _is_auth_error(exc: BaseException) -> bool:
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, 1800):
         return True
     return "authenticat" in text or "password" in text or "invalid token" in text
-
-
-def _transient(exc: BaseException) -> bool:
-    """gRPC UNAVAILABLE / DEADLINE_EXCEEDED / RESOURCE_EXHAUSTED and Milvus rate limiting."""
-    code = _code(exc)
-    if code in _TRANSIENT_GRPC:
-        return True
-    if isinstance(exc, MilvusException):
-        text = str(exc.message).lower()
-        return code == 8 or "unavailable" in text or "rate limit" in text or "deadline" in text
-    return False
 
 
 def _parse_cursor(cursor: str | None) -> tuple[str | None, Any]:

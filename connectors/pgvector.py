@@ -19,8 +19,9 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.retry import with_retries
+from vdbguard.connectors.support import StoreCalls, metric_name
 
+from vdbguard.credentials import scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
@@ -29,8 +30,6 @@ T = TypeVar("T")
 _VECTOR_TYPES = ("vector", "halfvec")
 _TEXT_COLUMNS = ("text", "document", "content")
 _PAYLOAD_COLUMNS = ("payload", "metadata", "cmetadata", "metadata_")
-_OPCLASS_METRIC = {"cosine": "cosine", "l2": "l2", "ip": "ip"}
-_METRICS = {"cosine": "cosine", "l2": "l2", "euclidean": "l2", "ip": "ip", "dot": "ip", "inner_product": "ip"}
 # Serialization failures, deadlocks, lock/statement timeouts, server shutting down or starting, too many
 # connections; class 08 (connection exceptions) is checked separately.
 _TRANSIENT_STATES = {"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300"}
@@ -61,7 +60,7 @@ class _Table:
     metrics: dict[str, str]  # vector column -> index operator class
 
 
-class PgvectorConnector(Connector):
+class PgvectorConnector(StoreCalls, Connector):
     """One table of a PostgreSQL database with the pgvector extension.
 
     Which table: ``collection`` is a table (or view) name as written (case-sensitive, never folded to
@@ -198,12 +197,10 @@ class PgvectorConnector(Connector):
                 if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                     conn.read_only = True
 
-        try:
-            return with_retries(attempt, is_transient=self._transient, what=f"PostgreSQL {what}")
-        except VdbguardError:
-            raise
-        except psycopg.Error as exc:
-            raise self._failed(what, exc) from exc
+        return self._call(what, attempt)
+
+    store: ClassVar[str] = "PostgreSQL"
+    store_error = psycopg.Error
 
     def _transient(self, exc: BaseException) -> bool:
         if not isinstance(exc, psycopg.Error):
@@ -215,11 +212,12 @@ class PgvectorConnector(Connector):
         # (a server restart mid-scan); a first connection to a wrong host or with a wrong password fails at once.
         return isinstance(exc, psycopg.OperationalError) and self._connected_once and not _is_auth_failure(exc)
 
-    def _clean(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+    def _scrub(self, text: str) -> str:
+        return scrub(" ".join(text.split()), [self._secret])
 
-    def _failed(self, what: str, exc: psycopg.Error) -> VdbguardError:
-        detail = self._clean(" ".join(str(exc).split()))
+    def _failed(self, what: str, exc: BaseException) -> VdbguardError:
+        assert isinstance(exc, psycopg.Error)
+        detail = self._scrub(str(exc))
         if _is_auth_failure(exc):
             user = f" for user {self._user!r}" if self._user else ""
             return ConnectorError(
@@ -230,12 +228,10 @@ class PgvectorConnector(Connector):
             return ConnectorError(f"cannot connect to PostgreSQL at {self.location}: {detail}", _START_HINT)
         if exc.sqlstate == "42501":
             return ConnectorError(
-                f"PostgreSQL {what} on {self.collection_name!r} at {self.location} was refused: {detail}",
+                f"{self._where(what)} was refused: {detail}",
                 "the user needs SELECT on the table (and INSERT/UPDATE to write)",
             )
-        return ConnectorError(
-            f"PostgreSQL {what} on {self.collection_name!r} at {self.location} failed: {type(exc).__name__}: {detail}"
-        )
+        return self._failure(what, exc)
 
     # -- table layout --------------------------------------------------------------------------
 
@@ -623,16 +619,16 @@ def _candidates(collection: str) -> list[tuple[str | None, str]]:
 
 
 def _normalise_metric(metric: str) -> str:
-    normalised = _METRICS.get(metric.lower())
+    normalised = metric_name(metric)
     if normalised is None:
-        raise VdbguardError(f"unknown metric {metric!r}", f"use one of: {', '.join(_METRICS)}")
+        raise VdbguardError(f"unknown metric {metric!r}", "use one of: cosine, l2, ip")
     return normalised
 
 
 def _metric_of(opclass: str) -> str | None:
     """``vector_cosine_ops`` / ``halfvec_l2_ops`` / ... -> cosine / l2 / ip (None for l1, hamming, ...)."""
-    match = re.fullmatch(r"(?:vector|halfvec)_(\w+)_ops", opclass)
-    return _OPCLASS_METRIC.get(match.group(1)) if match else None
+    match = re.fullmatch(r"(?:vector|halfvec)_(cosine|l2|ip)_ops", opclass)
+    return match.group(1) if match else None
 
 
 def _parse_cursor(cursor: str | None) -> int | str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import numbers
@@ -15,20 +14,13 @@ from urllib.parse import urlsplit
 import numpy as np
 from pinecone import Pinecone, ServerlessSpec
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.retry import http_status_is_transient, with_retries
+from vdbguard.connectors.support import StoreCalls, close_quietly, http_status_is_transient, metric_name, store_metric
 
+from vdbguard.credentials import scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
-_FROM_PINECONE = {"cosine": "cosine", "euclidean": "l2", "dotproduct": "ip"}
-_TO_PINECONE = {
-    "cosine": "cosine",
-    "l2": "euclidean",
-    "euclidean": "euclidean",
-    "ip": "dotproduct",
-    "dot": "dotproduct",
-    "dotproduct": "dotproduct",
-}
+_METRICS = {"cosine": "cosine", "l2": "euclidean", "ip": "dotproduct"}  # vdbguard metric -> Pinecone metric
 _DEFAULT_NAMESPACES = ("", "__default__")  # how the default namespace is named in stats and requests
 _LIST_LIMIT_MAX = 100  # the largest page /vectors/list serves
 _UPSERT_MAX_VECTORS = 100
@@ -49,7 +41,7 @@ _TRANSIENT_NAMES = frozenset(
 )
 
 
-class PineconeConnector(Connector):
+class PineconeConnector(StoreCalls, Connector):
     """One Pinecone index, read namespace by namespace through the official SDK (pinecone 7.x or 10.x).
 
     What is read: every namespace that ``describe_index_stats`` reports (or only ``namespace``), in
@@ -81,7 +73,7 @@ class PineconeConnector(Connector):
     Retries: the SDK retries 5xx (and, 10.x, 408/429) answers and connection errors itself
     (pinecone 10.x: 3 retries with jittered backoff; 7.x: urllib3, 5 retries on 500-504); what
     still fails transiently after that (429 on 7.x, exhausted SDK retries) is retried again by the
-    connector with ``connectors.retry.with_retries``.
+    connector with ``connectors.support.with_retries``.
 
     Writes: ``upsert`` fully replaces records (Pinecone's upsert overwrites values and metadata),
     writing ``record.text`` to metadata key ``"text"`` when it is not None. Metadata values must
@@ -135,7 +127,7 @@ class PineconeConnector(Connector):
                 self._sdk = Pinecone(api_key=self._api_key, host=self.control_url)
             except Exception as exc:
                 raise VdbguardError(
-                    f"cannot set up the Pinecone client: {type(exc).__name__}: {self._scrub(exc)}",
+                    f"cannot set up the Pinecone client: {type(exc).__name__}: {self._scrub(str(exc))}",
                     "check the api_key and url options",
                 ) from exc
         return self._sdk
@@ -180,15 +172,15 @@ class PineconeConnector(Connector):
             ) from exc
         self._probed.add(url)
 
-    def _call(self, what: str, fn: Any) -> Any:
-        try:
-            return with_retries(fn, is_transient=_transient, what=f"Pinecone {what}")
-        except VdbguardError:
-            raise
-        except Exception as exc:
-            raise self._failed(what, exc) from exc
+    store: ClassVar[str] = "Pinecone"
 
-    def _failed(self, what: str, exc: Exception) -> ConnectorError:
+    def _transient(self, exc: BaseException) -> bool:
+        status = _status(exc)
+        if status is not None:
+            return http_status_is_transient(status)
+        return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+    def _failed(self, what: str, exc: BaseException) -> ConnectorError:
         status = _status(exc)
         if status in (401, 403):
             return ConnectorError(
@@ -196,7 +188,7 @@ class PineconeConnector(Connector):
                 "the credentials are wrong or lack access to this project: check the api_key option or "
                 "PINECONE_API_KEY",
             )
-        if status is None and _transient(exc):
+        if status is None and self._transient(exc):
             return ConnectorError(
                 f"cannot reach Pinecone for {what} on index {self.collection_name!r} "
                 f"({self.control_url if self._host is None else self._host}): {type(exc).__name__}",
@@ -205,24 +197,21 @@ class PineconeConnector(Connector):
         shown = f"HTTP {status}: " if status else ""
         return ConnectorError(
             f"Pinecone {what} on index {self.collection_name!r} failed: {shown}{type(exc).__name__}: "
-            f"{self._scrub(exc)[:500]}"
+            f"{self._scrub(str(exc))[:500]}"
         )
 
-    def _scrub(self, exc: BaseException) -> str:
-        return str(exc).replace(self._api_key, "***") if self._api_key else str(exc)
+    def _scrub(self, text: str) -> str:
+        return scrub(text, [self._api_key])
 
     def _describe_index(self) -> Any:
         client = self._control()
         try:
-            return with_retries(
-                lambda: client.describe_index(self.collection_name),
-                is_transient=_transient,
-                what="Pinecone describe_index",
-            )
-        except Exception as exc:
-            if _status(exc) == 404:
-                raise self._not_found() from exc
-            raise self._failed("describe_index", exc) from exc
+            return self._call("describe_index", client.describe_index, self.collection_name)
+        except ConnectorError as exc:
+            cause = exc.__cause__
+            if cause is not None and _status(cause) == 404:
+                raise self._not_found() from cause
+            raise
 
     def _not_found(self) -> CollectionNotFoundError:
         try:
@@ -258,7 +247,7 @@ class PineconeConnector(Connector):
             name=self.collection_name,
             dimension=int(dimension) if dimension else None,
             count=total,
-            metric=_FROM_PINECONE.get(str(metric).lower()) if metric else None,
+            metric=metric_name(str(metric)) if metric else None,
             namespaces=tuple(sorted(counts)),
             extra={"host": self._host, "control_plane": self.control_url},
         )
@@ -345,7 +334,7 @@ class PineconeConnector(Connector):
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         if len(vector_names) > 1:
             raise VdbguardError("Pinecone stores one dense vector per record", "use one index per vector name")
-        pinecone_metric = _TO_PINECONE.get(metric.lower())
+        pinecone_metric = store_metric(metric, _METRICS)
         if pinecone_metric is None:
             raise VdbguardError(f"Pinecone has no {metric!r} metric", "use cosine, l2 or ip")
         try:
@@ -374,10 +363,7 @@ class PineconeConnector(Connector):
 
     def close(self) -> None:
         for client in (self._index, self._sdk):
-            close = getattr(client, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    close()
+            close_quietly(client)
         self._index = self._sdk = None
 
 
@@ -400,13 +386,6 @@ def _status(exc: BaseException) -> int | None:
         if isinstance(value, int):
             return value
     return None
-
-
-def _transient(exc: BaseException) -> bool:
-    status = _status(exc)
-    if status is not None:
-        return http_status_is_transient(status)
-    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
 def _same_namespace(a: str, b: str) -> bool:

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
-import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import qdrant_edge
-from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.qdrant import (
-    VectorLayout,
-    as_bool,
-    copy_tree_sparse,
-    decode_cursor,
-    encode_cursor,
-    point_id_of,
-)
+from vdbguard.connectors.qdrant_layout import PointsConnector, VectorLayout, distance_of
+from vdbguard.connectors.support import PrivateCopy, as_bool, close_quietly, copy_tree_sparse
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
-from vdbguard.records import Batch, VectorRecord
 
-_DISTANCES = {"cosine": "Cosine", "l2": "Euclid", "euclid": "Euclid", "ip": "Dot", "dot": "Dot"}
-_UPSERT_CHUNK = 256
 _CONFIG = "edge_config.json"
 
 
@@ -34,7 +20,7 @@ def _is_shard(path: Path) -> bool:
     return path.is_dir() and ((path / _CONFIG).is_file() or (path / "segments").is_dir())
 
 
-class QdrantEdgeConnector(Connector):
+class QdrantEdgeConnector(PointsConnector):
     """One Qdrant Edge shard (``qdrant_edge.EdgeShard``), i.e. one collection, read from its folder.
 
     ``path`` is either a folder of shards, one sub-folder per collection (``path/<collection>``), or
@@ -87,7 +73,7 @@ class QdrantEdgeConnector(Connector):
         self._writer: Any = None
         self._read_layout: VectorLayout | None = None
         self._write_layout: VectorLayout | None = None
-        self._cleanup: weakref.finalize | None = None
+        self._copy: PrivateCopy | None = None
 
     # -- shards --------------------------------------------------------------------------------
 
@@ -130,25 +116,22 @@ class QdrantEdgeConnector(Connector):
                 ) from exc
             raise ConnectorError(f"cannot load the Qdrant Edge shard at {path}: {exc}") from exc
 
-    def _read(self) -> tuple[Any, VectorLayout]:
+    def _reading(self) -> tuple[Any, VectorLayout]:
         if self._reader is None:
             shard = self._shard_path()
             if shard is None:
                 raise self._not_found()
             if self.snapshot:
-                tmp = Path(tempfile.mkdtemp(prefix="vdbguard-qdrant-edge-"))
-                self._cleanup = weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
-                copy = tmp / "shard"
-                copy_tree_sparse(shard, copy)
-                self._reader = self._load(copy)
-                self._read_layout = self._layout(copy)
+                self._copy = PrivateCopy(shard, store="qdrant-edge", name="shard", copy=copy_tree_sparse)
+                self._reader = self._load(self._copy.path)
+                self._read_layout = self._layout(self._copy.path)
             else:
                 self._reader = self._writer if self._writer is not None else self._load(shard)
                 self._read_layout = self._layout(shard)
         assert self._read_layout is not None
         return self._reader, self._read_layout
 
-    def _write(self) -> tuple[Any, VectorLayout]:
+    def _writing(self) -> tuple[Any, VectorLayout]:
         if self._writer is None:
             shard = self._shard_path()
             if shard is None:
@@ -178,87 +161,52 @@ class QdrantEdgeConnector(Connector):
             sparse=tuple(config.get("sparse_vectors") or ()),
         )
 
-    def _call(self, what: str, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as exc:
-            raise ConnectorError(
-                f"Qdrant Edge {what} on {self.collection_name!r} at {self.location} failed: {exc}"
-            ) from exc
+    # -- engine calls (in process: nothing is transient) ---------------------------------------
+
+    store: ClassVar[str] = "Qdrant Edge"
+
+    def _retries(self) -> bool:
+        return False
+
+    def _detail(self, exc: BaseException) -> str:
+        return str(exc)
+
+    def _count(self, shard: Any) -> int:
+        return int(self._call("count", shard.count, qdrant_edge.CountRequest(exact=True)))
+
+    def _scroll(self, shard: Any, offset: int | str | None, limit: int) -> Any:
+        request = qdrant_edge.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
+        return self._call("scroll", shard.scroll, request)
+
+    def _point(self, point_id: int | str, vector: Any, payload: dict[str, Any]) -> Any:
+        return qdrant_edge.Point(point_id, vector, payload)
+
+    def _write_points(self, shard: Any, points: list[Any]) -> None:
+        self._call("upsert", shard.update, qdrant_edge.UpdateOperation.upsert_points(points))
+
+    def _flush(self, shard: Any) -> None:
+        """Writes are flushed before ``upsert`` returns."""
+        self._call("flush", shard.flush)
+
+    def _mode(self, layout: VectorLayout) -> tuple[str, bool, bool]:
+        return "edge", layout.distance == "Cosine", self.snapshot
 
     def _drop_snapshot(self) -> None:
         if self._reader is not None and self._reader is not self._writer:
-            _close(self._reader)
+            close_quietly(self._reader)
         self._reader = None
         self._read_layout = None
-        if self._cleanup is not None:
-            self._cleanup()
-            self._cleanup = None
+        if self._copy is not None:
+            self._copy.drop()
+            self._copy = None
 
     # -- Connector API -------------------------------------------------------------------------
-
-    def describe(self) -> CollectionInfo:
-        shard, layout = self._read()
-        count = int(self._call("count", shard.count, qdrant_edge.CountRequest(exact=True)))
-        return CollectionInfo(
-            name=self.collection_name,
-            dimension=layout.dimension,
-            count=count,
-            metric=layout.metric,
-            vector_names=layout.names,
-            extra={
-                "location": self.location,
-                "mode": "edge",
-                "vector_name": layout.primary,
-                "distances": {k: d for k, (_, d) in layout.dense.items()},
-                "sparse_vectors": list(layout.sparse),
-                "vectors_normalised": layout.distance == "Cosine",
-                "snapshot": self.snapshot,
-            },
-        )
-
-    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
-        """Pages of at most ``batch_size`` points in id order; every batch carries a cursor."""
-        if batch_size < 1:
-            raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
-        done, offset = decode_cursor(resume_from)
-        if done:
-            return
-        shard, layout = self._read()
-        while True:
-            request = qdrant_edge.ScrollRequest(offset=offset, limit=batch_size, with_payload=True, with_vector=True)
-            points, next_id = self._call("scroll", shard.scroll, request)
-            records = [layout.record(p.id, p.vector, p.payload, self.collection_name) for p in points]
-            if records:
-                yield Batch(records, encode_cursor(next_id))
-            if next_id is None:
-                return
-            offset = next_id if isinstance(next_id, int) else str(next_id)
-
-    def upsert(self, records: Sequence[VectorRecord]) -> None:
-        """Write ``records`` (each replaces its point entirely) and flush them to disk."""
-        if not records:
-            return
-        shard, layout = self._write()
-        points = []
-        for record in records:  # every record checked before anything is written
-            payload = dict(record.payload)
-            if record.text is not None:
-                payload["text"] = record.text
-            points.append(qdrant_edge.Point(point_id_of(record.id), layout.point_vector(record), payload))
-        for start in range(0, len(points), _UPSERT_CHUNK):
-            operation = qdrant_edge.UpdateOperation.upsert_points(points[start : start + _UPSERT_CHUNK])
-            self._call("upsert", shard.update, operation)
-        self._call("flush", shard.flush)
-        self._drop_snapshot()
 
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         if self._shard_path() is not None:
             return
-        distance = _DISTANCES.get(metric.lower())
-        if distance is None:
-            raise VdbguardError(f"unknown metric {metric!r} for Qdrant Edge", "use cosine, l2 or ip")
-        params = qdrant_edge.EdgeVectorParams(size=int(dimension), distance=getattr(qdrant_edge.Distance, distance))
+        distance = getattr(qdrant_edge.Distance, distance_of(metric, "Qdrant Edge"))
+        params = qdrant_edge.EdgeVectorParams(size=int(dimension), distance=distance)
         vectors: Any = {n: params for n in vector_names} if vector_names else params
         target = self.root / self.collection_name
         try:
@@ -271,11 +219,6 @@ class QdrantEdgeConnector(Connector):
     def close(self) -> None:
         self._drop_snapshot()
         if self._writer is not None:
-            _close(self._writer)
+            close_quietly(self._writer)
         self._writer = None
         self._write_layout = None
-
-
-def _close(shard: Any) -> None:
-    with contextlib.suppress(Exception):  # closing twice, or a shard that failed to load
-        shard.close()

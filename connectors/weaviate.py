@@ -7,9 +7,9 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date, datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import grpc
@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import weaviate
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.retry import http_status_is_transient, with_retries
+from vdbguard.connectors.support import StoreCalls, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.tenants import Tenant, TenantActivityStatus
@@ -31,14 +31,13 @@ from weaviate.exceptions import (
     WeaviateTimeoutError,
 )
 
+from vdbguard.credentials import redact_url, scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
-T = TypeVar("T")
 log = logging.getLogger("vdbguard.connectors")
 
-_METRICS = {"cosine": "cosine", "dot": "ip", "l2-squared": "l2"}
-_DISTANCES = {"cosine": "cosine", "ip": "dot", "dot": "dot", "l2": "l2-squared", "l2-squared": "l2-squared"}
+_DISTANCES = {"cosine": "cosine", "l2": "l2-squared", "ip": "dot"}  # vdbguard metric -> Weaviate distance
 _PROPERTY_NAME = re.compile(r"^[_A-Za-z][_0-9A-Za-z]{0,230}$")
 _RESERVED = {"id", "_id", "vector", "_additional"}
 _TRANSIENT_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
@@ -49,7 +48,7 @@ _HINT = (
 )
 
 
-class WeaviateConnector(Connector):
+class WeaviateConnector(StoreCalls, Connector):
     """One Weaviate collection (class), read and written through ``weaviate-client`` v4.
 
     Connection: ``url`` is the REST endpoint (``http(s)://HOST:PORT``, default port 8080/443); the
@@ -128,7 +127,7 @@ class WeaviateConnector(Connector):
     # -- connection ------------------------------------------------------------------------------
 
     def _parse_urls(self, url: str, grpc_port: int | str | None, grpc_url: str | None) -> None:
-        shown = re.sub(r"//[^/@]*@", "//***@", url)
+        shown = redact_url(url)
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
             raise VdbguardError(f"unsupported Weaviate URL {shown!r}", "use http(s)://HOST:PORT (the REST endpoint)")
@@ -218,13 +217,21 @@ class WeaviateConnector(Connector):
         collection = self._connection().collections.use(self.collection_name)
         return collection.with_tenant(tenant) if tenant else collection
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
-        try:
-            return with_retries(fn, is_transient=_transient, what=f"Weaviate {what}")
-        except VdbguardError:
-            raise
-        except Exception as exc:
-            raise self._failed(what, exc) from exc
+    store: ClassVar[str] = "Weaviate"
+
+    def _transient(self, exc: BaseException) -> bool:
+        """429/5xx answers, read timeouts and dropped responses are retried; refused connections are not
+        (an unreachable server fails fast), nor is UNAVAILABLE after the client's own back-off gave up."""
+        chain = list(_chain(exc))
+        if any(isinstance(item, WeaviateRetryError) for item in chain) or _is_connection_error(exc):
+            return False
+        status = _http_status(exc)
+        if status is not None:
+            return http_status_is_transient(status)
+        code = _grpc_code(exc)
+        if code is not None:
+            return code in _TRANSIENT_CODES
+        return any(isinstance(item, WeaviateTimeoutError | httpx.TransportError) for item in chain)
 
     def _failed(self, what: str, exc: BaseException) -> VdbguardError:
         status, code = _http_status(exc), _grpc_code(exc)
@@ -245,17 +252,10 @@ class WeaviateConnector(Connector):
                 f"{type(exc).__name__}: {self._scrub(str(exc))}",
                 _HINT,
             )
-        return ConnectorError(
-            f"Weaviate {what} on {self.collection_name!r} at {self.location} failed: "
-            f"{type(exc).__name__}: {self._scrub(str(exc))}"
-        )
+        return self._failure(what, exc)
 
-    def _scrub(self, message: str) -> str:
-        secrets = [self._api_key, *(self._headers or {}).values()]
-        for secret in secrets:
-            if secret and len(secret) > 3:
-                message = message.replace(secret, "***")
-        return message[:2000]
+    def _scrub(self, text: str) -> str:
+        return scrub(text, [self._api_key, *(self._headers or {}).values()], shortest=4)[:2000]
 
     # -- schema --------------------------------------------------------------------------------------
 
@@ -342,7 +342,7 @@ class WeaviateConnector(Connector):
             name=self.collection_name,
             dimension=dimension,
             count=count,
-            metric=_METRICS.get(distance, distance) if distance else None,
+            metric=(metric_name(distance) or distance) if distance else None,
             vector_names=named,
             namespaces=tuple(tenants or ()),
             extra={
@@ -516,7 +516,7 @@ class WeaviateConnector(Connector):
         return self._config()
 
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
-        if metric not in _DISTANCES:
+        if metric_name(metric) not in _DISTANCES:
             raise VdbguardError(f"unsupported metric {metric!r} for Weaviate", "use cosine, l2 or ip")
         client = self._connection()
         if self._call("check collection", lambda: client.collections.exists(self.collection_name)):
@@ -526,7 +526,7 @@ class WeaviateConnector(Connector):
             self._created_here = (metric, tuple(vector_names))
 
     def _create(self, metric: str, vector_names: tuple[str, ...], *, multi_tenant: bool) -> None:
-        index = {"vectorIndexType": "hnsw", "vectorIndexConfig": {"distance": _DISTANCES[metric]}}
+        index = {"vectorIndexType": "hnsw", "vectorIndexConfig": {"distance": _DISTANCES[str(metric_name(metric))]}}
         body: dict[str, Any] = {"class": self.collection_name, "multiTenancyConfig": {"enabled": multi_tenant}}
         if vector_names:
             body["vectorConfig"] = {name: {"vectorizer": {"none": {}}, **index} for name in vector_names}
@@ -652,18 +652,3 @@ def _is_connection_error(exc: BaseException) -> bool:
         isinstance(item, WeaviateStartUpError | WeaviateConnectionError | httpx.ConnectError | httpx.ConnectTimeout)
         for item in _chain(exc)
     )
-
-
-def _transient(exc: BaseException) -> bool:
-    """429/5xx answers, read timeouts and dropped responses are retried; refused connections are not
-    (an unreachable server fails fast), nor is UNAVAILABLE after the client's own back-off gave up."""
-    chain = list(_chain(exc))
-    if any(isinstance(item, WeaviateRetryError) for item in chain) or _is_connection_error(exc):
-        return False
-    status = _http_status(exc)
-    if status is not None:
-        return http_status_is_transient(status)
-    code = _grpc_code(exc)
-    if code is not None:
-        return code in _TRANSIENT_CODES
-    return any(isinstance(item, WeaviateTimeoutError | httpx.TransportError) for item in chain)

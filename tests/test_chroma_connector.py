@@ -326,7 +326,7 @@ def test_scan_leaves_embedded_store_byte_identical(tmp_path: Path) -> None:
     with ChromaConnector(collection="docs", path=path) as connector:
         info = connector.describe()
         got = read_all(connector, batch_size=64)
-        snapshot_dir = connector._snapshot_dir
+        snapshot_dir = connector._store.snapshot_dir
         assert snapshot_dir is not None and path not in snapshot_dir.parents
     assert info.count == 300 and len(got) == len(written)
     with ChromaConnector(collection="docs", path=path) as connector:  # resume in a new instance, too
@@ -360,4 +360,4 @@ def test_snapshot_false_reads_in_place(tmp_path: Path) -> None:
     written = make_chroma_store(path, "docs", 20, 8, seed=17)
     with ChromaConnector(collection="docs", path=path, snapshot=False) as connector:
         assert sorted(r.id for r in read_all(connector, 8)) == sorted(r.id for r in written)
-        assert connector._snapshot_dir is None
+        assert connector._store.snapshot_dir is None

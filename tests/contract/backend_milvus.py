@@ -8,39 +8,32 @@ bound to 127.0.0.1 with one gRPC interceptor added, which answers the next N cal
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.contract.harness import Backend, tree_checksums
-from tests.helpers import free_port
+from tests.contract.harness import EmbeddedBackend, ServerProcessBackend, tree_checksums
 
-ROOT = Path(__file__).resolve().parents[2]
 _MUTATING = ("Insert", "Upsert", "Delete", "Create", "Drop", "Alter", "Flush", "Compact", "Rename")
 
 
-class MilvusLiteEmbedded(Backend):
+class MilvusLiteEmbedded(EmbeddedBackend):
+    """Milvus Lite keeps everything under the ``.db`` directory: WAL files (appended on every write),
+    Parquet segments, manifest, schema and index files; the write marker is the names and checksums of all."""
+
     id = "milvus-lite"
     connector_name = "milvus"
     named_vectors = True
     namespaces = True
     metric = "cosine"
-
-    def connector_kwargs(self, collection: str) -> dict[str, Any]:
-        return {"collection": collection, "path": str(self.workdir / "store.db")}
-
-    def write_marker(self) -> Any:
-        """Milvus Lite keeps everything under the ``.db`` directory: WAL files (appended on every write),
-        Parquet segments, manifest, schema and index files; names and checksums of all of them."""
-        store = self.workdir / "store.db"
-        return tree_checksums(store) if store.exists() else {}
+    store = "store.db"
 
 
-class MilvusLiteServer(Backend):
+class MilvusLiteServer(ServerProcessBackend):
+    """The write marker: mutating RPCs the server answered, and the files of its data directory."""
+
     id = "milvus-lite-server"
     connector_name = "milvus"
     named_vectors = True
@@ -48,46 +41,18 @@ class MilvusLiteServer(Backend):
     transient_errors = True
     metric = "cosine"
 
-    def start(self) -> None:
-        self.port = free_port()
+    def command(self) -> list[str]:
         self.data = self.workdir / "data"
         self.faults = self.workdir / "faults"
         self.writes = self.workdir / "writes"
         self.faults.write_text("0")
-        self.log = open(self.workdir / "server.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.contract.backend_milvus", str(self.data), str(self.port), str(self.workdir)],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        ready = self.workdir / "ready"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and self.process.poll() is None:
-            if ready.exists():
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError((self.workdir / "server.log").read_text()[-2000:])
+        return [sys.executable, "-m", __name__, str(self.data), str(self.port), str(self.workdir)]
 
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
-
-    def connector_kwargs(self, collection: str) -> dict[str, Any]:
-        return {"collection": collection, "url": f"http://127.0.0.1:{self.port}"}
+    def ready(self) -> bool:
+        return (self.workdir / "ready").exists()
 
     def write_marker(self) -> Any:
-        """Mutating RPCs the server answered, and the files of its data directory (WAL, segments, manifest)."""
         return self.writes.read_text(), tree_checksums(self.data)
-
-    def unreachable_kwargs(self, collection: str) -> dict[str, Any]:
-        return {"url": f"http://127.0.0.1:{free_port()}"}
 
     @contextmanager
     def failing(self, times: int) -> Iterator[None]:

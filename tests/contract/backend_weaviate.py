@@ -8,52 +8,30 @@ can answer the next requests with HTTP 503 / gRPC UNAVAILABLE.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-from tests.contract.harness import Backend
+from tests.contract.harness import DoubleBackend
 from tests.doubles.weaviate_server import WeaviateDouble
 from tests.helpers import free_port
 
 _API_KEY = "wv-contract-key-5f1c2a"
 
 
-class WeaviateDoubleBackend(Backend):
+class WeaviateDoubleBackend(DoubleBackend):
     id = "weaviate-double"
     connector_name = "weaviate"
     named_vectors = True
     namespaces = True  # multi-tenancy: one tenant per namespace
-    credentials = True
-    transient_errors = True
     exact_float32 = True
     metric = "cosine"
+    api_key = _API_KEY
+    bad_api_key = "wrong-key-0123456789"
 
-    def start(self) -> None:
-        self.double = WeaviateDouble(api_key=_API_KEY)
-        self.double.start()
-
-    def stop(self) -> None:
-        self.double.stop()
+    def make_double(self) -> Any:
+        return WeaviateDouble(api_key=_API_KEY)
 
     def connector_kwargs(self, collection: str) -> dict[str, Any]:
-        return {
-            "collection": collection,
-            "url": self.double.url,
-            "grpc_port": self.double.grpc_port,
-            "api_key": _API_KEY,
-        }
-
-    def write_marker(self) -> Any:
-        return self.double.writes
+        return {**super().connector_kwargs(collection), "grpc_port": self.double.grpc_port}
 
     def unreachable_kwargs(self, collection: str) -> dict[str, Any]:
-        return {"url": f"http://127.0.0.1:{free_port()}", "grpc_port": free_port()}
-
-    def bad_credentials_kwargs(self, collection: str) -> dict[str, Any]:
-        return {"api_key": "wrong-key-0123456789"}
-
-    @contextlib.contextmanager
-    def failing(self, times: int) -> Iterator[None]:
-        with self.double.failing(times):
-            yield
+        return {**super().unreachable_kwargs(collection), "grpc_port": free_port()}

@@ -20,7 +20,7 @@ strongly consistent: a write is visible to the next read.
 
 Every request must carry the ``Api-Key`` the double was started with (else 401). ``writes``
 counts write requests (upserts, deletes, updates, index creation/deletion) so tests can prove a
-scan writes nothing; ``fail_next(n)`` answers the next ``n`` requests, whatever they are, with 503.
+scan writes nothing; ``faults.failing(n)`` answers the next ``n`` requests, whatever they are, with 503.
 Servers bind to 127.0.0.1 only and run in daemon threads; ``stop()`` shuts them all down.
 """
 
@@ -30,14 +30,15 @@ import base64
 import json
 import math
 import re
-import socket
 import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.doubles.serving import Faults, QuietHandler, serve, shutdown
 
 _NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,43}[a-z0-9])?")
 _METRICS = ("cosine", "euclidean", "dotproduct")
@@ -91,35 +92,13 @@ class _Index:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs pool connections
+class _Handler(QuietHandler):
     server_version = "pinecone-double"
     double: PineconeDouble
     index: _Index | None = None  # None: control plane
 
-    def setup(self) -> None:
-        super().setup()
-        # Without TCP_NODELAY the reply trips over Nagle + delayed ACK: ~40 ms per request.
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def _serve(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+    def _handle(self, method: str) -> None:
+        raw = self._read_body()
         parts = urlsplit(self.path)
         query = parse_qs(parts.query, keep_blank_values=True)
         version = self.headers.get("X-Pinecone-Api-Version") or ""
@@ -137,24 +116,15 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, TypeError, KeyError) as exc:
             self._error(_ApiError(400, "INVALID_ARGUMENT", f"bad request: {type(exc).__name__}: {exc}"))
             return
-        self._send(status, payload)
+        self._reply(status, payload)
 
     def _error(self, exc: _ApiError) -> None:
         if exc.status == 401 and self.index is not None:
-            self._send(401, "Unauthorized", content_type="text/plain")  # the data plane's UnauthorizedMessage
+            self._reply(401, "Unauthorized", content_type="text/plain")  # the data plane's UnauthorizedMessage
         elif self.index is not None:
-            self._send(exc.status, {"code": _GRPC_CODES.get(exc.code, 2), "message": exc.message, "details": []})
+            self._reply(exc.status, {"code": _GRPC_CODES.get(exc.code, 2), "message": exc.message, "details": []})
         else:
-            self._send(exc.status, {"error": {"code": exc.code, "message": exc.message}, "status": exc.status})
-
-    def _send(self, status: int, payload: Any, content_type: str = "application/json") -> None:
-        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+            self._reply(exc.status, {"error": {"code": exc.code, "message": exc.message}, "status": exc.status})
 
 
 class PineconeDouble:
@@ -166,9 +136,8 @@ class PineconeDouble:
         self.region = region
         self.writes = 0
         self.requests = 0
-        self.failed = 0  # requests answered with an injected 503
         self.api_versions: set[str] = set()  # X-Pinecone-Api-Version values seen
-        self._fail_next = 0
+        self.faults = Faults()
         self._lock = threading.RLock()
         self._indexes: dict[str, _Index] = {}
         self._control_server: ThreadingHTTPServer | None = None
@@ -193,7 +162,7 @@ class PineconeDouble:
             self._indexes.clear()
             self._control_server = self._control_thread = None
         for server, thread in servers:
-            _shutdown(server, thread)
+            shutdown(server, thread)
 
     def __enter__(self) -> PineconeDouble:
         return self.start()
@@ -201,23 +170,13 @@ class PineconeDouble:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def fail_next(self, times: int) -> None:
-        """Answer the next ``times`` requests (control or data plane) with 503 UNAVAILABLE."""
-        with self._lock:
-            self._fail_next = max(0, int(times))
-
     def index_host(self, name: str) -> str:
         with self._lock:
             return self._indexes[name].host
 
     def _serve(self, index: _Index | None) -> tuple[ThreadingHTTPServer, threading.Thread]:
         handler = type("Handler", (_Handler,), {"double": self, "index": index})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        thread.name = f"pinecone-double-{index.name if index else 'control'}"
-        thread.start()
-        return server, thread
+        return serve(handler, f"pinecone-double-{index.name if index else 'control'}")
 
     # -- request admission ---------------------------------------------------------------------
 
@@ -225,9 +184,7 @@ class PineconeDouble:
         with self._lock:
             self.requests += 1
             self.api_versions.add(version)
-            if self._fail_next > 0:
-                self._fail_next -= 1
-                self.failed += 1
+            if self.faults.take():
                 raise _ApiError(503, "UNAVAILABLE", "service unavailable (injected by the test double)")
         if api_key != self.api_key:
             raise _ApiError(401, "UNAUTHENTICATED", "Invalid API Key")
@@ -260,7 +217,7 @@ class PineconeDouble:
                     if index.deletion_protection == "enabled":
                         raise _ApiError(403, "FORBIDDEN", f"Deletion protection is enabled for index {name!r}")
                     del self._indexes[name]
-                _shutdown(index.server, index.thread)
+                shutdown(index.server, index.thread)
                 return 202, ""
         raise _ApiError(404, "NOT_FOUND", f"{method} {path} is not served by the test double")
 
@@ -564,12 +521,3 @@ class PineconeDouble:
             return dot
         norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
         return dot / norm if norm else 0.0
-
-
-def _shutdown(server: ThreadingHTTPServer | None, thread: threading.Thread | None) -> None:
-    if server is None:
-        return
-    server.shutdown()
-    server.server_close()
-    if thread is not None:
-        thread.join(timeout=5)

@@ -25,7 +25,7 @@ for dense float32 vectors (unnamed or named), without filters. Behaviour copied 
   plain text, as the server's middleware sends them).
 
 Test hooks: ``writes`` counts every request that is not a read (whatever its outcome), so a scan
-that so much as tried to write shows up; ``fail_next(n)`` answers the next ``n`` requests with
+that so much as tried to write shows up; ``faults.failing(n)`` answers the next ``n`` requests with
 503 Service Unavailable before looking at them.
 """
 
@@ -38,13 +38,15 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
 from qdrant_client.http import models
+
+from tests.doubles.serving import Faults, QuietHandler, serve, shutdown
 
 VERSION = "1.17.0"
 _EPSILON = 1e-30
@@ -97,7 +99,7 @@ class QdrantRestDouble:
         self.collections: dict[str, _Collection] = {}
         self.writes = 0
         self.requests = 0
-        self._fail = 0
+        self.faults = Faults()
         self._operation = 0
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
@@ -112,25 +114,13 @@ class QdrantRestDouble:
         class Handler(_Handler):
             owner = double
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        self._server, self._thread = serve(Handler, "qdrant-double")
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         return self.url
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        shutdown(self._server, self._thread)
         self._server = self._thread = None
-
-    def fail_next(self, times: int) -> None:
-        with self._lock:
-            self._fail = times
 
     # -- request handling ------------------------------------------------------------------------
 
@@ -142,8 +132,7 @@ class QdrantRestDouble:
             self.requests += 1
             write = _is_write(method, path)
             self.writes += int(write)
-            if self._fail > 0:
-                self._fail -= 1
+            if self.faults.take():
                 return _error_body(503, "Service Unavailable: injected by the test double", started)
         try:
             self._authorize(path, headers, write)
@@ -352,25 +341,12 @@ class QdrantRestDouble:
             return models.CountResult(count=len(self._collection(name).points))
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     owner: QdrantRestDouble
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # TCP_NODELAY: no delayed-ACK stalls between header and body writes
 
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        status, content, content_type = self.owner.handle(self.command, self.path, self.headers, body)
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.wfile.write(content)
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    def _handle(self, method: str) -> None:
+        status, content, content_type = self.owner.handle(method, self.path, self.headers, self._read_body())
+        self._reply(status, content, content_type)
 
 
 def _is_write(method: str, path: str) -> bool:

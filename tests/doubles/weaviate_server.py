@@ -20,13 +20,12 @@ Filters, sorting, vector/keyword search and references are not implemented (UNIM
 
 Test hooks: ``api_key`` makes every REST call except ``/v1/.well-known/*`` and every Weaviate gRPC
 call require ``Authorization: Bearer <key>`` (401 / UNAUTHENTICATED otherwise); ``writes`` counts
-every request that changed state; ``failing(n)`` answers the next ``n`` requests (REST or gRPC, any
+every request that changed state; ``faults.failing(n)`` answers the next ``n`` requests (REST or gRPC, any
 endpoint) with HTTP 503 / gRPC UNAVAILABLE; ``calls`` counts requests per endpoint.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import re
@@ -35,7 +34,6 @@ import threading
 import time
 import uuid as uuid_lib
 from collections import Counter
-from collections.abc import Iterator
 from concurrent import futures
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -55,6 +53,8 @@ from weaviate.proto.v1 import (
     tenants_pb2,
     weaviate_pb2_grpc,
 )
+
+from tests.doubles.serving import Faults, QuietHandler, serve, shutdown
 
 VERSION = "1.32.5"
 _CLASS_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
@@ -367,6 +367,27 @@ def _merge_schema(known: list[dict[str, Any]], incoming: _Incoming) -> bool:
     return changed
 
 
+# Schema dataType -> the ``properties.Value`` field (scalars) or ``ListValue`` field (arrays) it is sent in.
+_SCALAR_FIELDS = {
+    "text": "text_value",
+    "string": "text_value",
+    "number": "number_value",
+    "int": "int_value",
+    "boolean": "bool_value",
+    "date": "date_value",
+    "uuid": "uuid_value",
+    "blob": "blob_value",
+}
+_LIST_FIELDS = {
+    "text[]": "text_values",
+    "string[]": "text_values",
+    "date[]": "date_values",
+    "uuid[]": "uuid_values",
+    "boolean[]": "bool_values",
+}
+_PACKED_LISTS = {"number[]": ("number_values", "d"), "int[]": ("int_values", "q")}  # little-endian packed bytes
+
+
 def _plain(value: Any) -> Any:
     """Stored form of a parsed value: nested objects become plain dicts of stored values."""
     if isinstance(value, _Incoming):
@@ -382,40 +403,20 @@ def _to_value(value: Any, prop: dict[str, Any]) -> properties_pb2.Value:
     nested = {p["name"]: p for p in prop.get("nestedProperties") or []}
     if value is None:
         return properties_pb2.Value(null_value=struct_pb2.NULL_VALUE)
-    if data_type in ("text", "string"):
-        return properties_pb2.Value(text_value=value)
-    if data_type == "number":
-        return properties_pb2.Value(number_value=value)
-    if data_type == "int":
-        return properties_pb2.Value(int_value=value)
-    if data_type == "boolean":
-        return properties_pb2.Value(bool_value=value)
-    if data_type == "date":
-        return properties_pb2.Value(date_value=value)
-    if data_type == "uuid":
-        return properties_pb2.Value(uuid_value=value)
-    if data_type == "blob":
-        return properties_pb2.Value(blob_value=value)
-    if data_type in ("text[]", "string[]"):
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(text_values={"values": value}))
-    if data_type == "date[]":
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(date_values={"values": value}))
-    if data_type == "uuid[]":
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(uuid_values={"values": value}))
-    if data_type == "boolean[]":
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(bool_values={"values": value}))
-    if data_type == "number[]":
-        packed = struct.pack(f"<{len(value)}d", *value)
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(number_values={"values": packed}))
-    if data_type == "int[]":
-        packed = struct.pack(f"<{len(value)}q", *value)
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(int_values={"values": packed}))
-    if data_type == "object":
+    if data_type in _SCALAR_FIELDS:
+        return properties_pb2.Value(**{_SCALAR_FIELDS[data_type]: value})
+    if data_type in _PACKED_LISTS:
+        field, code = _PACKED_LISTS[data_type]
+        value = struct.pack(f"<{len(value)}{code}", *value)
+    elif data_type == "object":
         return properties_pb2.Value(object_value=_to_properties(value, nested))
-    if data_type == "object[]":
-        objects = [_to_properties(v, nested) for v in value]
-        return properties_pb2.Value(list_value=properties_pb2.ListValue(object_values={"values": objects}))
-    raise DoubleError(f"data type {data_type} is not supported by the test double")
+    elif data_type == "object[]":
+        field, value = "object_values", [_to_properties(v, nested) for v in value]
+    elif data_type in _LIST_FIELDS:
+        field = _LIST_FIELDS[data_type]
+    else:
+        raise DoubleError(f"data type {data_type} is not supported by the test double")
+    return properties_pb2.Value(list_value=properties_pb2.ListValue(**{field: {"values": value}}))
 
 
 def _to_properties(values: dict[str, Any], schema_props: dict[str, dict[str, Any]]) -> properties_pb2.Properties:
@@ -479,7 +480,7 @@ class WeaviateDouble:
         self.grpc_port = 0
         self._classes: dict[str, _Class] = {}
         self._lock = threading.RLock()
-        self._failures = 0
+        self.faults = Faults()
         self._grpc_server: grpc.Server | None = None
         self._httpd: ThreadingHTTPServer | None = None
         self._http_thread: threading.Thread | None = None
@@ -499,20 +500,12 @@ class WeaviateDouble:
         )
         self.grpc_port = self._grpc_server.add_insecure_port("127.0.0.1:0")
         self._grpc_server.start()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd, self._http_thread = serve(_make_handler(self), "weaviate-double-http")
         self.http_port = int(self._httpd.server_address[1])
-        self._http_thread = threading.Thread(target=self._httpd.serve_forever, name="weaviate-double-http", daemon=True)
-        self._http_thread.start()
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._http_thread is not None:
-            self._http_thread.join(timeout=5)
-            self._http_thread = None
+        shutdown(self._httpd, self._http_thread)
+        self._httpd = self._http_thread = None
         if self._grpc_server is not None:
             self._grpc_server.stop(grace=None).wait(timeout=5)
             self._grpc_server = None
@@ -528,30 +521,12 @@ class WeaviateDouble:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
 
-    @contextlib.contextmanager
-    def failing(self, times: int) -> Iterator[None]:
-        """Answer the next ``times`` requests with HTTP 503 / gRPC UNAVAILABLE."""
-        with self._lock:
-            self._failures = times
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._failures = 0
-
-    def take_failure(self) -> bool:
-        with self._lock:
-            if self._failures > 0:
-                self._failures -= 1
-                return True
-            return False
-
     def authorized(self, header: str | None) -> bool:
         return self.api_key is None or header == f"Bearer {self.api_key}"
 
     def _health(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.calls["grpc Health/Check"] += 1
-        if self.take_failure():
+        if self.faults.take():
             context.abort(grpc.StatusCode.UNAVAILABLE, "injected failure")
         response = health_weaviate_pb2.WeaviateHealthCheckResponse
         return response(status=response.SERVING)
@@ -804,7 +779,7 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
     def _run(self, method: str, context: grpc.ServicerContext, call: Any) -> Any:
         double = self.double
         double.calls[f"grpc {method}"] += 1
-        if double.take_failure():
+        if double.faults.take():
             context.abort(grpc.StatusCode.UNAVAILABLE, "injected failure")
         metadata = dict(context.invocation_metadata())
         if not double.authorized(metadata.get("authorization")):
@@ -828,44 +803,26 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
 
 
 def _make_handler(double: WeaviateDouble) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # TCP_NODELAY: no 40 ms delayed-ACK stalls on keep-alive requests
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: Any = None) -> None:
-            data = b"" if body is None else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _body(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            return json.loads(raw) if raw else None
-
+    class Handler(QuietHandler):
         def _handle(self, method: str) -> None:
             path = unquote(urlsplit(self.path).path).rstrip("/")
-            body = self._body() if method in ("POST", "PUT", "PATCH") else None
+            raw = self._read_body() if method in ("POST", "PUT", "PATCH") else b""
+            body = json.loads(raw) if raw else None
             double.calls[f"{method} {_SCHEMA_CLASS.sub('/v1/schema/{class}', path)}"] += 1
-            if double.take_failure():
-                self._send(503, {"error": [{"message": "injected failure: service unavailable"}]})
+            if double.faults.take():
+                self._reply(503, {"error": [{"message": "injected failure: service unavailable"}]})
                 return
             if not path.startswith("/v1/.well-known/") and not double.authorized(self.headers.get("Authorization")):
                 message = "anonymous access not enabled, please provide an auth scheme such as OIDC"
                 if self.headers.get("Authorization"):
                     message = "unauthorized: invalid api key"
-                self._send(401, {"code": 401, "message": message})
+                self._reply(401, {"code": 401, "message": message})
                 return
             try:
                 status, reply = self._route(method, path, body)
             except DoubleError as exc:
                 status, reply = exc.status, {"error": [{"message": str(exc)}]}
-            self._send(status, reply)
+            self._reply(status, reply)
 
         def _route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
             parts = path.split("/")[2:]  # after "/v1"
@@ -894,17 +851,5 @@ def _make_handler(double: WeaviateDouble) -> type[BaseHTTPRequestHandler]:
                 if len(parts) == 3 and parts[2] == "tenants" and method == "POST":
                     return 200, double.create_tenants(parts[1], body or [])
             return 404, {"code": 404, "message": f"path {path} was not found"}
-
-        def do_GET(self) -> None:
-            self._handle("GET")
-
-        def do_POST(self) -> None:
-            self._handle("POST")
-
-        def do_PUT(self) -> None:
-            self._handle("PUT")
-
-        def do_DELETE(self) -> None:
-            self._handle("DELETE")
 
     return Handler
