@@ -9,7 +9,6 @@ data, same page size, alternating runs and keeping the best of ``--repeats``. Pr
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 import uuid
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import bench_parser
 
 from vdbguard.records import VectorRecord
 
@@ -168,10 +168,7 @@ def measure(name: str, store: Store, records: list[VectorRecord], repeats: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = bench_parser(__doc__, records=100_000, dim=384, repeats=3)
     parser.add_argument("--stores", default=",".join(STORES))
     args = parser.parse_args()
     records = make_records(args.records, args.dim)

@@ -438,7 +438,7 @@ def test_selective_policy_fails_closed_without_text(qdrant: Any) -> None:
 def pinecone_index() -> Iterator[tuple[Any, Any]]:
     from pinecone import Pinecone, ServerlessSpec
 
-    from tests.doubles.pinecone_rest import PineconeDouble
+    from tests.connectors.doubles.pinecone_rest import PineconeDouble
 
     double = PineconeDouble(api_key="pcsk-hooks-key").start()
     try:
@@ -498,7 +498,7 @@ def weaviate_client() -> Iterator[tuple[Any, Any]]:
     import weaviate
     from weaviate.connect import ConnectionParams
 
-    from tests.doubles.weaviate_server import WeaviateDouble
+    from tests.connectors.doubles.weaviate_server import WeaviateDouble
 
     double = WeaviateDouble()
     double.start()

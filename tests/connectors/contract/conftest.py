@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.harness import Backend
+from tests.connectors.contract.harness import Backend
 
 
 def _backend_classes() -> list[type[Backend]]:
@@ -17,7 +17,7 @@ def _backend_classes() -> list[type[Backend]]:
     classes: list[type[Backend]] = []
     for module in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
         if module.name.startswith("backend_"):
-            loaded = importlib.import_module(f"tests.contract.{module.name}")
+            loaded = importlib.import_module(f"tests.connectors.contract.{module.name}")
             classes += [
                 value
                 for value in vars(loaded).values()

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.contract.harness import EmbeddedBackend, ServerProcessBackend, tree_checksums
+from tests.connectors.contract.harness import EmbeddedBackend, ServerProcessBackend, tree_checksums
 
 _MUTATING = ("Insert", "Upsert", "Delete", "Create", "Drop", "Alter", "Flush", "Compact", "Rename")
 

@@ -21,9 +21,9 @@ from vdbguard.connectors.qdrant import QdrantConnector  # noqa: E402
 from vdbguard.connectors.qdrant_edge import QdrantEdgeConnector  # noqa: E402
 from vdbguard.connectors.support import copy_tree_sparse  # noqa: E402
 
-from tests.contract.backend_qdrant import API_KEY, READ_ONLY_API_KEY  # noqa: E402
-from tests.contract.harness import sparse_tree_marker  # noqa: E402
-from tests.doubles.qdrant_rest import QdrantRestDouble  # noqa: E402
+from tests.connectors.contract.backend_qdrant import API_KEY, READ_ONLY_API_KEY  # noqa: E402
+from tests.connectors.contract.harness import sparse_tree_marker  # noqa: E402
+from tests.connectors.doubles.qdrant_rest import QdrantRestDouble  # noqa: E402
 from vdbguard.errors import ConnectorError, RecordError, VdbguardError  # noqa: E402
 from vdbguard.records import VectorRecord  # noqa: E402
 

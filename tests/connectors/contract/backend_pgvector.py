@@ -17,10 +17,10 @@ from typing import Any
 
 import psycopg
 
-from tests.contract.harness import Backend
+from tests.connectors.contract.harness import Backend
 from tests.helpers import free_port
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "pgvector-server.sh"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "pgvector-server.sh"
 USER = "vdbguard"
 LOCK_TIMEOUT_MS = 300  # set for the connector through the URL, so that failing() makes reads time out
 

@@ -54,7 +54,7 @@ from weaviate.proto.v1 import (
     weaviate_pb2_grpc,
 )
 
-from tests.doubles.serving import Faults, QuietHandler, serve, shutdown
+from tests.connectors.doubles.serving import Faults, QuietHandler, serve, shutdown
 
 VERSION = "1.32.5"
 _CLASS_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]*$")

@@ -1,4 +1,4 @@
-"""Weaviate: the official v4 client against a protocol-level double (gRPC + REST, tests/doubles/weaviate_server.py).
+"""Weaviate: the official v4 client against a protocol-level double (gRPC + REST, doubles/weaviate_server.py).
 
 No Weaviate server can run here (``connect_to_embedded()`` downloads a binary), so the double serves
 the same gRPC services (built on the client's own generated servicer classes) and REST endpoints the
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract.harness import DoubleBackend
-from tests.doubles.weaviate_server import WeaviateDouble
+from tests.connectors.contract.harness import DoubleBackend
+from tests.connectors.doubles.weaviate_server import WeaviateDouble
 from tests.helpers import free_port
 
 _API_KEY = "wv-contract-key-5f1c2a"

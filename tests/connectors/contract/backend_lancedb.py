@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.contract.harness import EmbeddedBackend
+from tests.connectors.contract.harness import EmbeddedBackend
 
 
 class LanceDBEmbedded(EmbeddedBackend):

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.contract.harness import Backend, ids_of
+from tests.connectors.contract.harness import Backend, ids_of
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 from vdbguard.records import VectorRecord
 
 DIM = 16
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def make_records(

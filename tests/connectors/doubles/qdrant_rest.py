@@ -46,7 +46,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 from qdrant_client.http import models
 
-from tests.doubles.serving import Faults, QuietHandler, serve, shutdown
+from tests.connectors.doubles.serving import Faults, QuietHandler, serve, shutdown
 
 VERSION = "1.17.0"
 _EPSILON = 1e-30

@@ -8,7 +8,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.contract.harness import EmbeddedBackend, ServerProcessBackend
+from tests.connectors.contract.harness import EmbeddedBackend, ServerProcessBackend
 
 
 def _chroma_write_log(sqlite_path: Path) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from vdbguard.connectors.base import Connector
 
 from tests.helpers import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Backend(ABC):

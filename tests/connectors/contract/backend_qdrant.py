@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract.harness import DoubleBackend, EmbeddedBackend
-from tests.doubles.qdrant_rest import QdrantRestDouble
+from tests.connectors.contract.harness import DoubleBackend, EmbeddedBackend
+from tests.connectors.doubles.qdrant_rest import QdrantRestDouble
 
 API_KEY = "vdbguard-test-qdrant-key-7f3a9c"
 READ_ONLY_API_KEY = "vdbguard-test-qdrant-read-only-key-41d2"
@@ -24,7 +24,7 @@ class QdrantLocal(EmbeddedBackend):
 
 
 class QdrantRemote(DoubleBackend):
-    """The real QdrantClient over REST against tests/doubles/qdrant_rest.py. metric l2: a Qdrant server
+    """The real QdrantClient over REST against tests/connectors/doubles/qdrant_rest.py. metric l2: a Qdrant server
     normalises Cosine vectors on insert, so they cannot come back bit for bit (tests/test_qdrant_extra.py)."""
 
     id = "qdrant-remote"

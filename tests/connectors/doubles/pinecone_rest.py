@@ -38,7 +38,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.doubles.serving import Faults, QuietHandler, serve, shutdown
+from tests.connectors.doubles.serving import Faults, QuietHandler, serve, shutdown
 
 _NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,43}[a-z0-9])?")
 _METRICS = ("cosine", "euclidean", "dotproduct")

@@ -1,6 +1,6 @@
 """Pinecone: the official SDK against a protocol-level double of Pinecone's REST API.
 
-No Pinecone can run here (Pinecone Local is a Docker image), so ``tests/doubles/pinecone_rest.py``
+No Pinecone can run here (Pinecone Local is a Docker image), so ``tests/connectors/doubles/pinecone_rest.py``
 serves the control plane and one data-plane host per index on 127.0.0.1; the connector reaches
 it exactly as it reaches Pinecone: ``url`` = control plane, index host from ``describe_index``.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract.harness import DoubleBackend
-from tests.doubles.pinecone_rest import PineconeDouble
+from tests.connectors.contract.harness import DoubleBackend
+from tests.connectors.doubles.pinecone_rest import PineconeDouble
 
 API_KEY = "pcsk-contract-double-key"
 

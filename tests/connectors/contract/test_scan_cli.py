@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tests.contract.harness import Backend
-from tests.contract.test_contract import fresh_name
+from tests.connectors.contract.harness import Backend
+from tests.connectors.contract.test_contract import fresh_name
 from vdbguard.cli import main
 from vdbguard.demo import demo_texts
 from vdbguard.records import VectorRecord
