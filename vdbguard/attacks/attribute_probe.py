@@ -152,6 +152,7 @@ class AttributeProbe(Attack):
 
     name: ClassVar[str] = "attribute-probe"
     description: ClassVar[str] = "linear probes for condition family, sex, age band and (few-shot) authorship"
+    settings = ("threshold", "regularisation", "min_pii_sentences", "min_examples", "seed")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "probe"
 
@@ -290,28 +291,14 @@ class AttributeProbe(Attack):
         for attribute, model in self.models.items():
             arrays[f"{attribute}.weights"], arrays[f"{attribute}.bias"] = model.weights, model.bias
         np.savez(directory / "probes.npz", **arrays)
-        config = {
-            "threshold": self.threshold,
-            "regularisation": self.regularisation,
-            "min_pii_sentences": self.min_pii_sentences,
-            "min_examples": self.min_examples,
-            "seed": self.seed,
-            "classes": {attribute: model.classes for attribute, model in self.models.items()},
-        }
-        self.write_config(directory, config)
+        self.write_config(
+            directory, {"classes": {attribute: model.classes for attribute, model in self.models.items()}}
+        )
 
     @classmethod
     def load(cls, directory: Path) -> AttributeProbe:
-        config = cls.read_config(directory)
-        attack = cls(
-            threshold=config["threshold"],
-            regularisation=config["regularisation"],
-            min_pii_sentences=config["min_pii_sentences"],
-            min_examples=config["min_examples"],
-            seed=config["seed"],
-        )
+        attack, config = cls.from_config(directory)
         with np.load(directory / "probes.npz", allow_pickle=False) as arrays:
             for attribute, classes in config["classes"].items():
                 attack.models[attribute] = _Linear(classes, arrays[f"{attribute}.weights"], arrays[f"{attribute}.bias"])
-        attack._metrics = config["metrics"]
         return attack

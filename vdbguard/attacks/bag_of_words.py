@@ -39,6 +39,7 @@ def _model(dimension: int, vocabulary: int, hidden: int) -> nn.Module:
 class BagOfWordsInversion(Attack):
     name: ClassVar[str] = "bag-of-words"
     description: ClassVar[str] = "Song & Raghunathan 2020 multi-label inversion: ranked recovered words"
+    settings = ("hidden", "max_words")
     version: ClassVar[int] = 3
     rank: ClassVar[int] = 10
 
@@ -147,22 +148,14 @@ class BagOfWordsInversion(Attack):
         assert self.network is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
         torch.save(self.network.state_dict(), directory / "model.pt")
-        config = {
-            "hidden": self.hidden,
-            "max_words": self.max_words,
-            "threshold": self.threshold,
-            "word_threshold": self.word_threshold,
-            "vocabulary": self.vocabulary,
-        }
-        self.write_config(directory, config)
+        learned = {"threshold": self.threshold, "word_threshold": self.word_threshold, "vocabulary": self.vocabulary}
+        self.write_config(directory, learned)
 
     @classmethod
     def load(cls, directory: Path) -> BagOfWordsInversion:
-        config = cls.read_config(directory)
-        attack = cls(hidden=config["hidden"], max_words=config["max_words"], pii_word_threshold=config["threshold"])
+        attack, config = cls.from_config(directory)
+        attack.threshold, attack.word_threshold = config["threshold"], config["word_threshold"]
         attack.vocabulary = config["vocabulary"]
-        attack.word_threshold = config["word_threshold"]
-        attack._metrics = config["metrics"]
         state = torch.load(directory / "model.pt", weights_only=True)
         attack.network = _model(state["0.weight"].shape[1], len(attack.vocabulary), attack.hidden)
         attack.network.load_state_dict(state)

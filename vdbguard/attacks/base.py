@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -51,6 +51,8 @@ class Attack(ABC):
     rank: ClassVar[int] = 0  # `--attack strongest` picks the inversion attack with the highest rank
     threshold: float
     _metrics: dict[str, float]
+    # constructor arguments that save() keeps under their own names and load() passes back
+    settings: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
@@ -75,14 +77,56 @@ class Attack(ABC):
         """Held-out quality measured during fit, so a report can say how strong the attack was."""
         return dict(getattr(self, "_metrics", {}))
 
-    def write_config(self, directory: Path, settings: Mapping[str, Any]) -> None:
-        """Write config.json beside the saved weights: the settings ``load`` rebuilds from, and the metrics."""
+    def write_config(self, directory: Path, state: Mapping[str, Any] | None = None) -> None:
+        """Write config.json beside the saved weights: the ``settings``, what fit learned, and the metrics."""
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / CONFIG_FILE).write_text(json.dumps({**settings, "metrics": self.metrics()}))
+        settings = {name: getattr(self, name) for name in self.settings}
+        (directory / CONFIG_FILE).write_text(json.dumps({**settings, **(state or {}), "metrics": self.metrics()}))
 
     @staticmethod
     def read_config(directory: Path) -> dict[str, Any]:
         return json.loads((directory / CONFIG_FILE).read_text())
+
+    @classmethod
+    def from_config(cls, directory: Path, **arguments: Any) -> tuple[Self, dict[str, Any]]:
+        """A new attack built from the saved ``settings`` (and ``arguments``), metrics restored; and the config."""
+        config = cls.read_config(directory)
+        attack = cls(**{name: config[name] for name in cls.settings}, **arguments)
+        attack._metrics = config.get("metrics", {})
+        return attack, config
+
+
+def labelled_split(
+    items: Sequence[LabelledText], embeddings: np.ndarray, seed: int, share: float = 0.8
+) -> tuple[list[LabelledText], np.ndarray, np.ndarray, np.ndarray]:
+    """The items that carry labels (user texts do not), their unit vectors, and a seeded train/calibration split."""
+    keep = [i for i, item in enumerate(items) if item.source != "user"]
+    order = np.random.default_rng(seed).permutation(len(keep))
+    cut = int(len(keep) * share)
+    return [items[i] for i in keep], l2_normalise(embeddings[keep]), order[:cut], order[cut:]
+
+
+@dataclass(frozen=True)
+class CalibratedProbe:
+    """A linear probe whose raw score is Platt-scaled on held-out rows, so ``slope·score + intercept`` is a logit."""
+
+    weights: np.ndarray
+    bias: float
+    slope: float
+    intercept: float
+    auc: float  # of the raw score on the calibration rows
+
+    @classmethod
+    def fit(cls, x: np.ndarray, y: np.ndarray, train: np.ndarray, calibration: np.ndarray, c: float) -> CalibratedProbe:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.metrics import roc_auc_score
+
+        probe = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
+        weights, bias = probe.coef_[0].astype(np.float32), float(probe.intercept_[0])
+        scores = x[calibration] @ weights + bias
+        platt = LogisticRegression(C=1e4).fit(scores[:, None], y[calibration])
+        auc = round(float(roc_auc_score(y[calibration], scores)), 4)
+        return cls(weights, bias, float(platt.coef_[0, 0]), float(platt.intercept_[0]), auc)
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

@@ -71,6 +71,9 @@ class GenerativeConfig:
         return values
 
 
+_DECODER_SETTINGS = ("layers", "prefix_length", "prefix_hidden", "lora_rank", "extra_vocabulary", "max_tokens")
+
+
 class LoRALinear(nn.Module):
     """``base(x) + scale * x A^T B^T`` with ``base`` frozen (Hu et al. 2021), in plain torch."""
 
@@ -238,6 +241,7 @@ class GenerativeInversion(Attack):
 
     name: ClassVar[str] = "generative"
     description: ClassVar[str] = "Vec2Text base model / GEIA: SmolLM2 decoder conditioned on the embedding"
+    settings = ("beam_width", "threshold")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 20
@@ -477,33 +481,16 @@ class GenerativeInversion(Attack):
         assert self.model is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
         torch.save(self.model.trainable_state(), directory / "trained.pt")
-        settings = {
-            "config": {**self.config.key(), "vocabulary": self.config.vocabulary},
-            "embedding_dim": self.model.prefix[0].in_features,
-            "beam_width": self.beam_width,
-            "bf16": self.bf16,
-            "threshold": self.threshold,
-        }
-        self.write_config(directory, settings)
+        model = {"config": {**self.config.key(), "vocabulary": self.config.vocabulary}, "bf16": self.bf16}
+        self.write_config(directory, {**model, "embedding_dim": self.model.prefix[0].in_features})
 
     @classmethod
     def load(cls, directory: Path) -> GenerativeInversion:
-        settings = cls.read_config(directory)
-        config = settings["config"]
-        attack = cls(
-            layers=config["layers"],
-            prefix_length=config["prefix_length"],
-            prefix_hidden=config["prefix_hidden"],
-            lora_rank=config["lora_rank"],
-            extra_vocabulary=config["extra_vocabulary"],
-            max_tokens=config["max_tokens"],
-            beam_width=settings["beam_width"],
-            threshold=settings["threshold"],
-        )
+        config = cls.read_config(directory)["config"]
+        attack, settings = cls.from_config(directory, **{name: config[name] for name in _DECODER_SETTINGS})
         attack.config.lora_alpha = config["lora_alpha"]
         attack.config.vocabulary = config["vocabulary"]
         attack.model = InversionModel(settings["embedding_dim"], attack.config)
         attack.model.load_trainable_state(torch.load(directory / "trained.pt", weights_only=True, map_location="cpu"))
         attack.model.eval()
-        attack._metrics = settings["metrics"]
         return attack

@@ -13,10 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
 from vdbguard.corpus import LabelledText
 from vdbguard.pii import PROBED_TYPES, PiiType
 
@@ -26,6 +24,7 @@ MIN_POSITIVES = 10
 class PiiProbeAttack(Attack):
     name: ClassVar[str] = "pii-probe"
     description: ClassVar[str] = "calibrated linear probe per PII type: P(source text contains it)"
+    settings = ("threshold",)
     version: ClassVar[int] = 2
     kind: ClassVar[str] = "probe"
 
@@ -38,22 +37,14 @@ class PiiProbeAttack(Attack):
         self._metrics: dict[str, float] = {}
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
-        labelled = [i for i, item in enumerate(items) if item.source != "user"]  # user texts carry no labels
-        items = [items[i] for i in labelled]
-        x = l2_normalise(embeddings[labelled])
-        order = np.random.default_rng(self.seed).permutation(len(items))
-        cut = int(len(items) * 0.8)
-        train, calibration = order[:cut], order[cut:]
+        items, x, train, calibration = labelled_split(items, embeddings, self.seed)
         for pii_type in PROBED_TYPES:
             y = np.array([pii_type in item.pii for item in items])
             if y[train].sum() < MIN_POSITIVES or y[calibration].sum() < 2 or y[calibration].all():
                 continue
-            probe = LogisticRegression(C=self.regularisation, max_iter=2000).fit(x[train], y[train])
-            weights, bias = probe.coef_[0].astype(np.float32), float(probe.intercept_[0])
-            scores = x[calibration] @ weights + bias
-            platt = LogisticRegression(C=1e4).fit(scores[:, None], y[calibration])
-            self.probes[pii_type] = (weights, bias, float(platt.coef_[0, 0]), float(platt.intercept_[0]))
-            self._metrics[f"auc_{pii_type.value}"] = round(float(roc_auc_score(y[calibration], scores)), 4)
+            probe = CalibratedProbe.fit(x, y, train, calibration, self.regularisation)
+            self.probes[pii_type] = (probe.weights, probe.bias, probe.slope, probe.intercept)
+            self._metrics[f"auc_{pii_type.value}"] = probe.auc
             if progress:
                 progress(1)
 
@@ -80,16 +71,13 @@ class PiiProbeAttack(Attack):
             weights=np.stack([self.probes[t][0] for t in types]),
             params=np.array([self.probes[t][1:] for t in types], dtype=np.float64),
         )
-        config = {"threshold": self.threshold, "types": [t.value for t in types]}
-        self.write_config(directory, config)
+        self.write_config(directory, {"types": [t.value for t in types]})
 
     @classmethod
     def load(cls, directory: Path) -> PiiProbeAttack:
-        config = cls.read_config(directory)
+        attack, config = cls.from_config(directory)
         arrays = np.load(directory / "probes.npz")
-        attack = cls(threshold=config["threshold"])
         for i, value in enumerate(config["types"]):
             bias, slope, intercept = (float(v) for v in arrays["params"][i])
             attack.probes[PiiType(value)] = (arrays["weights"][i], bias, slope, intercept)
-        attack._metrics = config["metrics"]
         return attack

@@ -280,6 +280,7 @@ class SecretExposureAttack(Attack):
 
     name: ClassVar[str] = "secret-exposure"
     description: ClassVar[str] = "Carlini et al. 2019 exposure (bits) of each known secret in its stored vector"
+    settings = ("threshold", "samples", "seed")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "probe"
 
@@ -335,13 +336,8 @@ class SecretExposureAttack(Attack):
         return results
 
     def save(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        config = {"threshold": self.threshold, "samples": self.samples, "seed": self.seed}
-        self.write_config(directory, config)
+        self.write_config(directory)
 
     @classmethod
     def load(cls, directory: Path) -> SecretExposureAttack:
-        config = cls.read_config(directory)
-        attack = cls(threshold=config["threshold"], samples=config["samples"], seed=config["seed"])
-        attack._metrics = config["metrics"]
-        return attack
+        return cls.from_config(directory)[0]

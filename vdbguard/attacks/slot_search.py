@@ -44,9 +44,8 @@ import numpy as np
 import torch
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
 from vdbguard.corpus import LabelledText
 from vdbguard.pii import PiiType
 
@@ -121,6 +120,7 @@ class SlotSearchAttack(Attack):
 
     name: ClassVar[str] = "slot-search"
     description: ClassVar[str] = "name slot search: gazetteer classifier + re-embedding refinement (PERSON values)"
+    settings = ("threshold", "top_k", "refine", "refine_weight", "probe_gate", "locales", "seed")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 5  # recovers names only, so `--attack strongest` should prefer a full inverter
@@ -168,22 +168,14 @@ class SlotSearchAttack(Attack):
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         if self.embedder is None:
             raise RuntimeError("slot-search queries the target embedder: bind attack.embedder before fit()")
-        keep = [i for i, item in enumerate(items) if item.source != "user"]  # user texts carry no labels
-        items = [items[i] for i in keep]
-        x = l2_normalise(embeddings[keep])
-        order = np.random.default_rng(self.seed).permutation(len(items))
-        cut = int(len(items) * 0.8)
-        train, calibration = order[:cut], order[cut:]
-
+        items, x, train, calibration = labelled_split(items, embeddings, self.seed)
         has_person = np.array([PiiType.PERSON in item.pii for item in items])
-        probe = LogisticRegression(C=4.0, max_iter=2000).fit(x[train], has_person[train])
-        self.probe_weights, self.probe_bias = probe.coef_[0].astype(np.float32), float(probe.intercept_[0])
-        raw = x[calibration] @ self.probe_weights + self.probe_bias
         if has_person[calibration].all() or not has_person[calibration].any():
             raise ValueError("slot-search needs sentences with and without person names to train on")
-        platt = LogisticRegression(C=1e4).fit(raw[:, None], has_person[calibration])
-        self.probe_platt = (float(platt.coef_[0, 0]), float(platt.intercept_[0]))
-        self._metrics["person_probe_auc"] = round(float(roc_auc_score(has_person[calibration], raw)), 4)
+        probe = CalibratedProbe.fit(x, has_person, train, calibration, 4.0)
+        self.probe_weights, self.probe_bias = probe.weights, probe.bias
+        self.probe_platt = (probe.slope, probe.intercept)
+        self._metrics["person_probe_auc"] = probe.auc
 
         self.first_names, self.last_names = name_gazetteer(self.locales)
         self.first_vectors = l2_normalise(self.embedder.encode(self.first_names))
@@ -435,13 +427,6 @@ class SlotSearchAttack(Attack):
             probe_weights=self.probe_weights,
         )
         config = {
-            "threshold": self.threshold,
-            "top_k": self.top_k,
-            "refine": self.refine,
-            "refine_weight": self.refine_weight,
-            "probe_gate": self.probe_gate,
-            "locales": list(self.locales) if self.locales is not None else None,
-            "seed": self.seed,
             "probe_bias": self.probe_bias,
             "probe_platt": list(self.probe_platt),
             "first_names": self.first_names,
@@ -453,16 +438,7 @@ class SlotSearchAttack(Attack):
 
     @classmethod
     def load(cls, directory: Path) -> SlotSearchAttack:
-        config = cls.read_config(directory)
-        attack = cls(
-            threshold=config["threshold"],
-            top_k=config["top_k"],
-            refine=config["refine"],
-            refine_weight=config["refine_weight"],
-            probe_gate=config["probe_gate"],
-            locales=config["locales"],
-            seed=config["seed"],
-        )
+        attack, config = cls.from_config(directory)
         with np.load(directory / "arrays.npz") as arrays:
             attack.w_first, attack.w_last = arrays["w_first"], arrays["w_last"]
             attack.first_vectors = l2_normalise(arrays["first_vectors"])
@@ -474,5 +450,4 @@ class SlotSearchAttack(Attack):
         attack.first_names, attack.last_names = config["first_names"], config["last_names"]
         attack.skeletons = config["skeletons"]
         attack.calibrators = {k: (list(v[0]), float(v[1])) for k, v in config["calibrators"].items()}
-        attack._metrics = config["metrics"]
         return attack

@@ -103,6 +103,20 @@ class Vec2TextInversion(Attack):
 
     name: ClassVar[str] = "vec2text"
     description: ClassVar[str] = "Vec2Text-style iterative correction: re-embed guesses, edit, keep the closest"
+    settings = (
+        "steps",
+        "beam_width",
+        "candidates",
+        "edit_positions",
+        "edit_words",
+        "alpha",
+        "stop_cosine",
+        "probe_vocabulary",
+        "chunk_size",
+        "threshold",
+        "name_search",
+        "name_locales",
+    )
     version: ClassVar[int] = 2
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 30
@@ -331,31 +345,13 @@ class Vec2TextInversion(Attack):
         if self.names is not None:
             self.names.save(directory / "names")
         np.savez(directory / "probe.npz", weights=self.probe.weights.astype(np.float16))
-        settings = {
-            "steps": self.steps,
-            "beam_width": self.beam_width,
-            "candidates": self.candidates,
-            "edit_positions": self.edit_positions,
-            "edit_words": self.edit_words,
-            "alpha": self.alpha,
-            "stop_cosine": self.stop_cosine,
-            "probe_vocabulary": self.probe_vocabulary,
-            "chunk_size": self.chunk_size,
-            "threshold": self.threshold,
-            "name_search": self.name_search,
-            "name_locales": self.name_locales,
-            "vocabulary": self.probe.vocabulary,
-        }
-        self.write_config(directory, settings)
+        self.write_config(directory, {"vocabulary": self.probe.vocabulary})
 
     @classmethod
     def load(cls, directory: Path) -> Vec2TextInversion:
-        settings = cls.read_config(directory)
-        vocabulary, metrics = settings.pop("vocabulary"), settings.pop("metrics")
-        attack = cls(**settings, base=GenerativeInversion.load(directory / "base"))
+        attack, config = cls.from_config(directory, base=GenerativeInversion.load(directory / "base"))
         with np.load(directory / "probe.npz") as data:
-            attack.probe = _Probe(vocabulary, data["weights"].astype(np.float32))
-        attack._metrics = metrics
+            attack.probe = _Probe(config["vocabulary"], data["weights"].astype(np.float32))
         if (directory / "names").is_dir():
             attack._use_names(SlotSearchAttack.load(directory / "names"))
         return attack
