@@ -104,3 +104,19 @@ def pii_store(tmp_path_factory: pytest.TempPathFactory, embedder) -> tuple[Path,
     path = tmp_path_factory.mktemp("pii-store") / "store"
     truth = build_demo_store(path, 120, embedder)
     return path, "demo_notes", truth
+
+
+@pytest.fixture(scope="session")
+def local_embedder(tmp_path_factory: pytest.TempPathFactory, embedder):
+    """A model no scan is told about: a local folder of MiniLM plus a random 384 -> 128 projection."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Dense
+
+    torch.manual_seed(0)
+    modules = [*embedder.model, Dense(384, 128, activation_function=torch.nn.Identity())]
+    folder = tmp_path_factory.mktemp("own-model") / "team-finetune"
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder))
+    from vdbguard.embedders import Embedder
+
+    return Embedder(str(folder))

@@ -69,8 +69,8 @@ def exit_code(report: Report, fail_on: str) -> int:
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
     table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
+    for index, column in enumerate(columns):
+        table.add_column(column, no_wrap=index == 0)
     for row in rows:
         table.add_row(*row)
     Console().print(table)
@@ -208,7 +208,9 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     "--embedder",
     default=DEFAULT_EMBEDDER,
     show_default=True,
-    help="Model that made the vectors (a packaged name or local path), or 'auto' to identify it from the vectors.",
+    help="Model that made the vectors (a packaged name or local path); 'auto' to identify it from the vectors; "
+    "'store' for a model that cannot run here (an API model): the scan learns the store's space from records "
+    "that keep their text (owner-side calibration) and maps the packaged attacks into it.",
 )
 @click.option(
     "--attack",
@@ -222,6 +224,39 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
 @click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted scan resumes.")
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
 @click.option("--show-pii", is_flag=True, help="Do not mask recovered values in reports (handle as PII!).")
+@click.option(
+    "--owner-calibration",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Fit the probes and every attack's thresholds on the store's own records that keep their text "
+    "(labelled by the PII detector), then judge every record by its vector alone. auto: when at least 300 "
+    "records keep text. The report states the held-out recall and false-positive rate it reached.",
+)
+@click.option(
+    "--calibration-sample",
+    type=click.IntRange(50),
+    default=3000,
+    show_default=True,
+    help="Records with text to label for owner-side calibration.",
+)
+@click.option(
+    "--target-fpr",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.02,
+    show_default=True,
+    help="Owner-side calibration: share of records without PII that may be flagged.",
+)
+@click.option(
+    "--save-calibration",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep the fitted calibration to reuse on collections made with the same embedder.",
+)
+@click.option(
+    "--load-calibration",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Reuse a saved calibration instead of fitting one (for stores that keep no text).",
+)
 @fail_on_option("low")
 @friendly_errors
 def scan(
@@ -238,17 +273,23 @@ def scan(
     state: Path | None,
     profile: str,
     show_pii: bool,
+    owner_calibration: str,
+    calibration_sample: int,
+    target_fpr: float,
+    save_calibration: Path | None,
+    load_calibration: Path | None,
     fail_on: str,
 ) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default)."""
     from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.progress import RichProgress
     from vdbguard.scan import resolve_embedder, scan_collection
+    from vdbguard.scan.owner import CalibrationOptions
 
     connector = _open_connector(connector_name, collection, path, url, option)
     with connector, RichProgress(console) as progress:
         model = resolve_embedder(connector, embedder)
-        if model.name != embedder:
+        if model is not None and model.name != embedder:
             console.print(f"Identified the embedder from the stored vectors: {model.name}")
         report = scan_collection(
             connector,
@@ -260,10 +301,20 @@ def scan(
             batch_size=batch_size,
             state_path=state,
             mask_pii=not show_pii,
+            calibration=CalibrationOptions(
+                owner_calibration, calibration_sample, target_fpr, save_calibration, load_calibration
+            ),
             progress=progress,
         )
     write_reports(report, out, formats)
     print_summary(report)
+    if report.calibration is not None:
+        c = report.calibration
+        console.print(
+            f"owner-side calibration on {c.records_labelled} labelled records: held-out recall "
+            f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} "
+            f"(target {c.target_false_positive_rate})"
+        )
     sys.exit(exit_code(report, fail_on))
 
 
@@ -280,6 +331,7 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_o
     from vdbguard.demo import DEMO_COLLECTION, build_demo_store, demo_metrics
     from vdbguard.progress import RichProgress
     from vdbguard.scan import scan_collection
+    from vdbguard.scan.owner import OFF
 
     embedder = Embedder()
     store = out / "store"
@@ -292,6 +344,7 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_o
                 location=str(store),
                 embedder=embedder,
                 profile=profile,
+                calibration=OFF,  # the demo measures what the vectors alone give away
                 progress=progress,
             )
     write_reports(report, out, formats)
@@ -540,58 +593,45 @@ def calibrate(
     console.print(f"chosen: {chosen.transform} at strength {chosen.strength:g}")
 
 
-@main.group()
-def transforms() -> None:
-    """Write-path defenses."""
-
-
-@transforms.command("list")
-def transforms_list() -> None:
-    """Each transform, what its strength means, and the strengths the frontier sweeps."""
+def _transform_rows() -> Iterable[Sequence[str]]:
     from vdbguard.transforms import transform_classes
 
-    print_table(
-        ("transform", "strength means", "swept strengths", "what it does"),
-        (
-            (name, cls.strength_meaning, ", ".join(f"{s:g}" for s in cls.default_strengths), cls.description)
-            for name, cls in sorted(transform_classes().items())
-        ),
-    )
+    for name, cls in sorted(transform_classes().items()):
+        needs = [
+            need
+            for need, flag in (("fit", cls.needs_fit), ("labels", cls.needs_labels), ("key", cls.needs_key))
+            if flag
+        ]
+        swept = ", ".join(f"{s:g}" for s in cls.default_strengths)
+        yield name, ", ".join(needs) or "-", cls.strength_meaning, swept, cls.description
 
 
-@main.group()
-def attacks() -> None:
-    """Attack plugins."""
-
-
-@attacks.command("list")
-def attacks_list() -> None:
-    """Print one attack name per line."""
+def _attack_rows() -> Iterable[Sequence[str]]:
     from vdbguard.attacks import attack_classes
 
-    for name in sorted(attack_classes()):
-        click.echo(name)
+    for name, cls in sorted(attack_classes().items()):
+        yield name, cls.kind, str(cls.rank), cls.description
 
 
-@main.group()
-def connectors() -> None:
-    """Store connectors."""
-
-
-@connectors.command("list")
-def connectors_list() -> None:
-    """Show each connector, the extra that provides it, and whether it is installed."""
+def _connector_rows() -> Iterable[Sequence[str]]:
     from vdbguard.connectors import available_connectors
 
-    print_table(
-        ("connector", "extra", "installed", "install with"),
-        (
-            (
-                entry.name,
-                entry.extra,
-                "yes" if entry.installed else "no",
-                escape(f"pip install 'vdbguard[{entry.extra}]'"),
-            )
-            for entry in available_connectors()
-        ),
-    )
+    for entry in available_connectors():
+        install = escape(f"pip install 'vdbguard[{entry.extra}]'")
+        yield entry.name, entry.extra, "yes" if entry.installed else "no", install
+
+
+def _plugin_list(kind: str, about: str, columns: Sequence[str], rows: Callable[[], Iterable[Sequence[str]]]) -> None:
+    """``vdbguard KIND list``: one table row per installed plugin of that kind."""
+    group = main.group(name=kind, help=about)(lambda: None)
+    group.command("list", help=f"Show every installed {kind[:-1]}.")(lambda: print_table(columns, rows()))
+
+
+_plugin_list(
+    "transforms",
+    "Write-path defenses.",
+    ("transform", "needs", "strength means", "swept strengths", "what it does"),
+    _transform_rows,
+)
+_plugin_list("attacks", "Attack plugins.", ("attack", "kind", "rank", "what it does"), _attack_rows)
+_plugin_list("connectors", "Store connectors.", ("connector", "extra", "installed", "install with"), _connector_rows)

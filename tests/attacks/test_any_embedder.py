@@ -37,19 +37,6 @@ def tiny_generative(checkpoints: Path):
 
 
 @pytest.fixture(scope="module")
-def local_embedder(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Embedder:
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Dense
-
-    torch.manual_seed(0)
-    modules = [*embedder.model, Dense(384, 128, activation_function=torch.nn.Identity())]
-    folder = tmp_path_factory.mktemp("own-model") / "team-finetune"
-    SentenceTransformer(modules=modules, device="cpu").save(str(folder))
-    return Embedder(str(folder))
-
-
-@pytest.fixture(scope="module")
 def corpus(local_embedder: Embedder):
     items = build_corpus(120, 80, seed=11)
     return items, local_embedder.encode([item.text for item in items])

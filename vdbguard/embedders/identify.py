@@ -302,5 +302,6 @@ def identify_embedder(
     scores = ", ".join(f"{m.name}: {m.score:.2f} ({m.reasons[0]})" for m in matches)
     raise VdbguardError(
         f"no candidate embedder explains the stored vectors (score >= {min_score} needed): {scores}",
-        "pass --embedder NAME_OR_PATH, or add the model's local folder as a candidate",
+        "pass --embedder NAME_OR_PATH; or, for a model that cannot run here (an API model), --embedder store "
+        "when the collection keeps its text for a few hundred records",
     )

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class Severity(StrEnum):
@@ -89,9 +89,9 @@ class Target(BaseModel):
 
 
 class EmbedderInfo(BaseModel):
-    name: str
+    name: str = Field(description="the model, or 'store' when the store's own model could not run here")
     fingerprint: str
-    dimension: int
+    dimension: int | None
 
 
 class Summary(BaseModel):
@@ -105,6 +105,36 @@ class Summary(BaseModel):
     source_pii_flagged: int = Field(description="of those, how many an attack flagged from the vector alone")
 
 
+class TypeQuality(BaseModel):
+    """How well one PII type was told apart on held-out records of the store itself."""
+
+    positives: int = Field(description="held-out records whose stored text the detector found this type in")
+    recall: float | None = Field(description="share of those the scan flags for this type")
+    false_positive_rate: float | None = Field(description="share of the other held-out records flagged for it")
+    auc: float | None = Field(description="ROC AUC of the fused probability for this type, held out")
+
+
+class OwnerCalibration(BaseModel):
+    """Owner-side calibration: probes and thresholds fitted on the store's own labelled records."""
+
+    used: bool
+    records_labelled: int = Field(description="records whose stored text the detector labelled")
+    records_with_pii: int
+    folds: dict[str, int] = Field(description="cross-fitting folds for the probe scores and the held-out numbers")
+    target_false_positive_rate: float
+    fused_cutoffs: dict[str, float] = Field(description="PII type -> the fused probability that flags it")
+    held_out_recall: float | None = Field(description="records with PII flagged, on held-out records")
+    held_out_false_positive_rate: float | None = Field(description="records without PII flagged, held out")
+    per_type: dict[str, TypeQuality]
+    aligned_to: str | None = Field(
+        default=None, description="--embedder store: the packaged model whose attacks ran on mapped vectors"
+    )
+    alignment_cosine: float | None = Field(
+        default=None, description="mean cosine of mapped store vectors to that model's embeddings, held out"
+    )
+    loaded_from: str | None = Field(default=None, description="set when a saved calibration was reused")
+
+
 class Report(BaseModel):
     schema_version: str = SCHEMA_VERSION
     tool_version: str
@@ -116,3 +146,6 @@ class Report(BaseModel):
     summary: Summary
     findings: list[Finding]
     record_problems: list[RecordProblem]
+    calibration: OwnerCalibration | None = Field(
+        default=None, description="owner-side calibration, when the scan fitted (or reused) one"
+    )

@@ -7,8 +7,8 @@ any point resumes from the last finished batch without skipping or double-counti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Evidence, Finding, InferredAttribute, RecordProblem, Severity, Summary
 from vdbguard.scan.state import ScanState
+from vdbguard.scan.verdict import StackedVerdict, ThresholdKey
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.PERSON: Severity.MEDIUM,
@@ -46,8 +47,21 @@ def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
 
 
 class Scanner:
+    """Runs the attacks on each batch and turns their evidence into findings.
+
+    Each attack's evidence counts when its score reaches the attack's threshold, or the one
+    ``thresholds`` sets for that (attack, PII type), as owner-side calibration chooses them. With a
+    ``verdict``, a stacked model over every attack's scores decides each PII type instead.
+    """
+
     def __init__(
-        self, attacks: Sequence[Attack], detector: Detector, dimension: int | None, mask_pii: bool = True
+        self,
+        attacks: Sequence[Attack],
+        detector: Detector,
+        dimension: int | None,
+        mask_pii: bool = True,
+        thresholds: Mapping[ThresholdKey, float] | None = None,
+        verdict: StackedVerdict | None = None,
     ) -> None:
         if not attacks:
             raise VdbguardError("no attacks to run", "pass at least one --attack")
@@ -55,6 +69,21 @@ class Scanner:
         self.detector = detector
         self.dimension = dimension
         self.mask_pii = mask_pii
+        self.thresholds = dict(thresholds or {})
+        self.verdict = verdict
+
+    def threshold(self, attack: Attack, pii_type: PiiType) -> float:
+        return self.thresholds.get((attack.name, pii_type.value), attack.threshold)
+
+    def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ThresholdKey, float]]:
+        """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
+        vectors = np.stack([record.checked_vector(self.dimension) for record in records])
+        known = [record.source_text for record in records]
+        inferences = [attack.infer(vectors, known_texts=known) for attack in self.attacks]
+        return [
+            _best_scores(self._candidates([per_attack[row] for per_attack in inferences]))
+            for row in range(len(records))
+        ]
 
     def scan(
         self,
@@ -103,34 +132,61 @@ class Scanner:
             if finding:
                 state.findings.append(finding)
 
-    def _finding(self, record: VectorRecord, inferences: list[Inference], state: ScanState) -> Finding | None:
-        evidence: list[Evidence] = []
-        recovered_words: list[str] = []
-        recovered_values: dict[PiiType, list[str]] = {}
-        attributes: list[InferredAttribute] = []
+    def _candidates(self, inferences: list[Inference]) -> list[Candidate]:
+        """Every attack's claim about one record, before any threshold."""
+        found: list[Candidate] = []
         for attack, inference in zip(self.attacks, inferences, strict=True):
-            flag = partial(self._flag, evidence, recovered_values, attack)
             for pii_type, score in inference.type_scores.items():
-                flag(pii_type, score, f"probe estimates P(text contains {pii_type.value}) = {score:.2f}")
+                detail = f"probe estimates P(text contains {pii_type.value}) = {score:.2f}"
+                found.append(Candidate(attack, pii_type, score, detail))
             for pii_type, value, score in inference.recovered_pii:
-                flag(pii_type, score, f"{attack.name} recovered a {pii_type.value} value from the vector", value)
+                detail = f"{attack.name} recovered a {pii_type.value} value from the vector"
+                found.append(Candidate(attack, pii_type, score, detail, value))
             for pii_type, bits in inference.exposure_bits.items():
                 detail = f"the stored {pii_type.value} is exposed by {bits:.1f} bits (Carlini et al.)"
-                flag(pii_type, round(bits, 2), detail)
+                found.append(Candidate(attack, pii_type, round(bits, 2), detail))
             if inference.recovered_text:
-                recovered_words += [word for word, _ in inference.recovered_tokens]
-                self._inversion_evidence(evidence, recovered_values, attack, inference)
-            attributes += [
-                InferredAttribute(
-                    attack=attack.name,
-                    attribute=attribute,
-                    value=mask_if(value, self.mask_pii),
-                    probability=probability,
-                    threshold=attack.threshold,
-                )
-                for attribute, (value, probability) in inference.attributes.items()
-                if probability >= attack.threshold
-            ]
+                word_scores = dict(inference.recovered_tokens)
+                for detection in self.detector.detect(inference.recovered_text):
+                    detail = f"{detection.recognizer} found {detection.pii_type.value} in the recovered words"
+                    score = _detection_score(detection, word_scores)
+                    found.append(Candidate(attack, detection.pii_type, score, detail, detection.value))
+        return found
+
+    def _decide(self, candidates: list[Candidate]) -> list[Evidence]:
+        kept = [c for c in candidates if c.score >= self.threshold(c.attack, c.pii_type)]
+        evidence = [c.evidence(self.threshold(c.attack, c.pii_type), self.mask_pii) for c in kept]
+        if self.verdict is None:
+            return evidence
+        scores = _best_scores(candidates)
+        fused = []
+        for pii_type, probability in self.verdict.probabilities([scores]).items():
+            p, cutoff = float(probability[0]), self.verdict.cutoffs[pii_type]
+            if p >= cutoff:
+                attacks = ", ".join(self.verdict.models[pii_type].attacks)
+                detail = f"stacked model over {attacks}: P(text contains {pii_type}) = {p:.3f}"
+                fused.append(Evidence(attack=FUSED, pii_type=pii_type, score=p, threshold=cutoff, detail=detail))
+        decided = {e.pii_type for e in fused}
+        return fused + [e for e in evidence if e.pii_type in decided]
+
+    def _finding(self, record: VectorRecord, inferences: list[Inference], state: ScanState) -> Finding | None:
+        candidates = self._candidates(inferences)
+        evidence = self._decide(candidates)
+        recovered_words = [
+            word for inference in inferences if inference.recovered_text for word, _ in inference.recovered_tokens
+        ]
+        attributes = [
+            InferredAttribute(
+                attack=attack.name,
+                attribute=attribute,
+                value=mask_if(value, self.mask_pii),
+                probability=probability,
+                threshold=attack.threshold,
+            )
+            for attack, inference in zip(self.attacks, inferences, strict=True)
+            for attribute, (value, probability) in inference.attributes.items()
+            if probability >= attack.threshold
+        ]
 
         text = record.source_text
         source_types: set[PiiType] = set()
@@ -144,7 +200,14 @@ class Scanner:
 
         flagged = {PiiType(e.pii_type) for e in evidence}
         lowered = text.lower() if text is not None else ""
-        verbatim = any(value.lower() in lowered for values in recovered_values.values() for value in values)
+        recovered_values = [
+            c.value
+            for c in candidates
+            if c.value is not None
+            and PiiType(c.pii_type) in flagged
+            and c.score >= self.threshold(c.attack, c.pii_type)
+        ]
+        verbatim = any(value.lower() in lowered for value in recovered_values)
         return Finding(
             record_id=record.id,
             collection=record.collection,
@@ -160,45 +223,37 @@ class Scanner:
             inferred_attributes=attributes,
         )
 
-    def _flag(
-        self,
-        evidence: list[Evidence],
-        recovered_values: dict[PiiType, list[str]],
-        attack: Attack,
-        pii_type: PiiType,
-        score: float,
-        detail: str,
-        value: str | None = None,
-    ) -> None:
-        """Evidence when the attack's score reaches its threshold; a recovered value is kept (and masked)."""
-        if score < attack.threshold:
-            return
-        recovered = None if value is None else mask_if(value, self.mask_pii)
-        evidence.append(
-            Evidence(
-                attack=attack.name,
-                pii_type=pii_type.value,
-                score=score,
-                threshold=attack.threshold,
-                detail=detail,
-                recovered=recovered,
-            )
-        )
-        if value is not None:
-            recovered_values.setdefault(pii_type, []).append(value)
 
-    def _inversion_evidence(
-        self,
-        evidence: list[Evidence],
-        recovered_values: dict[PiiType, list[str]],
-        attack: Attack,
-        inference: Inference,
-    ) -> None:
-        word_scores = dict(inference.recovered_tokens)
-        for detection in self.detector.detect(inference.recovered_text):
-            detail = f"{detection.recognizer} found {detection.pii_type.value} in the recovered words"
-            score = _detection_score(detection, word_scores)
-            self._flag(evidence, recovered_values, attack, detection.pii_type, score, detail, detection.value)
+FUSED = "fused"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One attack's claim that a record holds a PII type, with its score, before any threshold."""
+
+    attack: Attack
+    pii_type: PiiType
+    score: float
+    detail: str
+    value: str | None = None
+
+    def evidence(self, threshold: float, mask_pii: bool) -> Evidence:
+        return Evidence(
+            attack=self.attack.name,
+            pii_type=self.pii_type.value,
+            score=self.score,
+            threshold=threshold,
+            detail=self.detail,
+            recovered=None if self.value is None else mask_if(self.value, mask_pii),
+        )
+
+
+def _best_scores(candidates: Sequence[Candidate]) -> dict[ThresholdKey, float]:
+    best: dict[ThresholdKey, float] = {}
+    for c in candidates:
+        key = (c.attack.name, c.pii_type.value)
+        best[key] = max(best.get(key, float("-inf")), c.score)
+    return best
 
 
 def _detection_score(detection: Detection, word_scores: dict[str, float]) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -20,16 +21,21 @@ from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.engine import Scanner, summarise
+from vdbguard.scan.owner import AUTO, CalibrationOptions, owner_calibration
 
 AUTO_EMBEDDER = "auto"
+STORE_EMBEDDER = "store"
 
 
-def resolve_embedder(connector: Connector, name_or_path: str, sample_size: int = 64) -> Embedder:
-    """The embedder named, or for ``auto`` the known model that best explains a sample of stored vectors.
+def resolve_embedder(connector: Connector, name_or_path: str, sample_size: int = 64) -> Embedder | None:
+    """The embedder named; for ``auto`` the known model that best explains a sample of stored vectors;
+    for ``store`` None: the store's own model cannot run here, and the scan learns from its records.
 
     The scan picks its attack models by embedder, so a wrong guess would mean wrong attacks: ``auto``
     fails with every candidate's score rather than guess.
     """
+    if name_or_path == STORE_EMBEDDER:
+        return None
     if name_or_path != AUTO_EMBEDDER:
         return Embedder(name_or_path)
     from vdbguard.embedders.identify import identify_embedder
@@ -56,24 +62,60 @@ def scan_collection(
     *,
     connector_name: str,
     location: str,
-    embedder: Embedder,
+    embedder: Embedder | None,
     attack_names: Sequence[str] = DEFAULT_ATTACKS,
     profile: TrainingProfile | str = "default",
     batch_size: int = 256,
     state_path: Path | None = None,
     mask_pii: bool = True,
     detector: str = DEFAULT_DETECTOR,
+    calibration: CalibrationOptions = AUTO,
     progress: ProgressSink | None = None,
 ) -> Report:
+    """Scan every record of the collection and return the report.
+
+    With ``calibration`` (default ``auto``) and a store that keeps its text, the probes and a verdict
+    over every attack are first fitted on the store's own labelled records (see ``scan.owner``).
+    ``embedder=None`` is a store made by a model that cannot run here: calibration is then required,
+    and the packaged attacks run on the store's vectors mapped into the default model's space.
+    """
     info = connector.describe()
-    if info.dimension is not None and info.dimension != embedder.dimension:
+    model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
+    if embedder is None:
+        if calibration.mode == "off" and calibration.load_from is None:
+            raise VdbguardError(
+                "--embedder store learns the store's space from its own records: it needs owner-side calibration",
+                "drop --owner-calibration off",
+            )
+        calibration = replace(calibration, mode="on")
+        dimension = info.dimension
+        identity = EmbedderInfo(name=STORE_EMBEDDER, fingerprint=f"{STORE_EMBEDDER}-{dimension}", dimension=dimension)
+    elif info.dimension is not None and info.dimension != embedder.dimension:
         raise VdbguardError(
             f"collection {info.name!r} stores {info.dimension}-d vectors but embedder {embedder.name!r} "
             f"produces {embedder.dimension}-d ones",
-            "pass --embedder with the model that produced this collection",
+            "pass --embedder with the model that produced this collection, or --embedder store",
         )
-    attacks = trained_attacks(embedder, attack_names, profile=profile, progress=progress)
-    scanner = Scanner(attacks, load_detector(detector), embedder.dimension, mask_pii=mask_pii)
+    else:
+        dimension = embedder.dimension
+        identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
+    attacks = trained_attacks(model, attack_names, profile=profile, progress=progress)
+    pii_detector = load_detector(detector)
+    calibrated = owner_calibration(
+        connector,
+        attacks,
+        pii_detector,
+        dimension,
+        identity.fingerprint,
+        calibration,
+        batch_size=batch_size,
+        progress=progress,
+        align_to=None if embedder else model,
+    )
+    verdict = None
+    if calibrated is not None:
+        attacks, verdict = calibrated.attacks, calibrated.verdict
+    scanner = Scanner(attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict)
     safe_location = redact_location(location)
     state = scanner.scan(
         connector,
@@ -94,7 +136,7 @@ def scan_collection(
             count=info.count,
             metric=info.metric,
         ),
-        embedder=EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=embedder.dimension),
+        embedder=identity,
         attacks=[
             AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
             for a in attacks
@@ -103,4 +145,5 @@ def scan_collection(
         summary=summarise(state),
         findings=state.findings,
         record_problems=state.problems,
+        calibration=None if calibrated is None else calibrated.report,
     )

@@ -1,0 +1,140 @@
+"""Owner-side calibration, the fused verdict, and scanning a store whose model cannot run here.
+
+The stores are demo-shaped notes (half with PII), embedded for real. Most keep their text, as
+LangChain or Chroma stores do; a tail keeps none, and those records can only be judged by their
+vectors. The quality bounds below are loose on purpose (BENCHMARKS.md has the measured numbers):
+they catch a verdict that flags everything or nothing, not a point of recall.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers import ListConnector
+from vdbguard.demo import demo_texts
+from vdbguard.errors import VdbguardError
+from vdbguard.pii import PiiType
+from vdbguard.records import VectorRecord
+from vdbguard.scan import scan_collection
+from vdbguard.scan.engine import FUSED
+from vdbguard.scan.owner import CalibrationOptions
+from vdbguard.scan.verdict import StackedVerdict
+
+WITH_TEXT, WITHOUT_TEXT = 420, 80
+# 420 labelled records leave ~200 clean ones to set cutoffs on: a 2% record-level budget would be four
+# records across nine types. A store this small gets a looser target; the default sample is 3,000.
+SMALL_STORE_FPR = 0.1
+
+
+def store(embedder, n_text: int = WITH_TEXT, n_bare: int = WITHOUT_TEXT) -> tuple[list[VectorRecord], dict[str, bool]]:
+    """Records with text first, then records whose text the store did not keep; and the truth per id."""
+    notes = demo_texts(n_text + n_bare, seed=4242)
+    vectors = embedder.encode([text for text, _ in notes])
+    records, truth = [], {}
+    for i, ((text, has_pii), vector) in enumerate(zip(notes, vectors, strict=True)):
+        record_id = f"note-{i}"
+        payload = {"text": text} if i < n_text else {"topic": "kept no text"}
+        records.append(VectorRecord(id=record_id, vector=vector, payload=payload, collection="notes"))
+        truth[record_id] = has_pii
+    return records, truth
+
+
+def bare_quality(report, records: list[VectorRecord], truth: dict[str, bool]) -> tuple[float, float]:
+    """Recall and false-positive rate on the records that keep no text (judged by the vector alone)."""
+    flagged = {finding.record_id for finding in report.findings}
+    bare = [r.id for r in records if r.source_text is None]
+    positives = [i for i in bare if truth[i]]
+    negatives = [i for i in bare if not truth[i]]
+    recall = sum(i in flagged for i in positives) / len(positives)
+    return recall, sum(i in flagged for i in negatives) / len(negatives)
+
+
+def scan(records, embedder, **calibration) -> object:
+    return scan_collection(
+        ListConnector(records),
+        connector_name="list",
+        location="memory",
+        embedder=embedder,
+        profile="small",
+        calibration=CalibrationOptions(**calibration),
+    )
+
+
+def test_stacked_verdict_keeps_its_false_positive_rate_on_new_records_and_round_trips() -> None:
+    def draw(n: int, seed: int):
+        rng = np.random.default_rng(seed)
+        has = rng.random(n) < 0.3
+        scores = []
+        for positive in has:
+            row = {("probe", "PERSON"): float(rng.normal(2.0 if positive else 0.0, 1.0))}
+            if rng.random() < 0.5:  # a second attack that speaks only sometimes, and knows nothing
+                row[("words", "PERSON")] = float(rng.random())
+            scores.append(row)
+        return scores, [frozenset({PiiType.PERSON}) if positive else frozenset() for positive in has]
+
+    scores, labels = draw(3000, seed=1)
+    verdict = StackedVerdict.fit(scores, labels, target_fpr=0.05)
+    fresh, fresh_labels = draw(3000, seed=2)
+    flagged = verdict.probabilities(fresh)["PERSON"] >= verdict.cutoffs["PERSON"]
+    truth = np.array([bool(label) for label in fresh_labels])
+    assert flagged[~truth].mean() <= 0.07  # 5% target, plus sampling slack on 2,100 clean rows
+    assert flagged[truth].mean() >= 0.5  # two standard deviations of separation give ~0.64 at 5%
+    again = StackedVerdict.from_json(verdict.to_json())
+    assert np.allclose(again.probabilities(fresh)["PERSON"], verdict.probabilities(fresh)["PERSON"])
+
+
+def test_owner_calibration_judges_records_without_text_and_can_be_reused(
+    embedder, model_cache: Path, tmp_path: Path
+) -> None:
+    records, truth = store(embedder)
+    saved = tmp_path / "calibration"
+    report = scan(records, embedder, mode="on", sample=WITH_TEXT, target_fpr=SMALL_STORE_FPR, save_to=saved)
+
+    calibration = report.calibration
+    assert calibration is not None and calibration.used and calibration.records_labelled == WITH_TEXT
+    assert 0.0 <= calibration.held_out_false_positive_rate <= 1.0 and 0.0 <= calibration.held_out_recall <= 1.0
+    assert calibration.per_type["PERSON"].auc > 0.8
+    recall, false_positives = bare_quality(report, records, truth)
+    assert recall >= 0.5 and false_positives <= 0.25, (recall, false_positives)
+    for finding in report.findings:
+        fused = [e for e in finding.evidence if e.attack == FUSED]
+        assert fused and all(e.score >= e.threshold for e in fused)
+        assert {e.pii_type for e in fused} == set(finding.pii_types)
+
+    bare = [r for r in records if r.source_text is None]
+    reused = scan(bare, embedder, mode="off", load_from=saved)
+    assert reused.calibration is not None and reused.calibration.loaded_from == str(saved)
+    first = {f.record_id: f.pii_types for f in report.findings if f.record_id in {r.id for r in bare}}
+    assert {f.record_id: f.pii_types for f in reused.findings} == first
+
+
+def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_cache: Path) -> None:
+    records, _ = store(embedder, n_text=60, n_bare=0)
+    assert scan(records, embedder, mode="auto").calibration is None
+    with pytest.raises(VdbguardError, match="at least 300"):
+        scan(records, embedder, mode="on")
+
+
+def test_store_embedder_scans_the_vectors_of_a_model_it_cannot_run(
+    local_embedder, embedder, model_cache: Path
+) -> None:
+    """128-d vectors of a model the scan is not told about: probes learn its space, attacks are aligned."""
+    records, truth = store(local_embedder)
+    report = scan(records, None, mode="auto", sample=WITH_TEXT, target_fpr=SMALL_STORE_FPR)
+
+    assert (report.embedder.name == "store" and report.embedder.dimension is None) or report.embedder.dimension == 128
+    calibration = report.calibration
+    assert calibration is not None and calibration.aligned_to == embedder.name
+    assert calibration.alignment_cosine > 0.5
+    recall, false_positives = bare_quality(report, records, truth)
+    assert recall >= 0.5 and false_positives <= 0.25, (recall, false_positives)
+    assert {a.name for a in report.attacks} == {"pii-probe@store", "bag-of-words@aligned"}
+
+
+def test_store_embedder_refuses_to_run_without_calibration(local_embedder, model_cache: Path) -> None:
+    records, _ = store(local_embedder, n_text=20, n_bare=0)
+    with pytest.raises(VdbguardError, match="needs owner-side calibration"):
+        scan(records, None, mode="off")

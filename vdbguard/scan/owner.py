@@ -1,0 +1,292 @@
+"""Owner-side calibration: judge a store by what its own labelled records say, then scan by vector alone.
+
+Many stores keep their text beside the vector (LangChain ``page_content``, Chroma documents, payload
+fields). The detector labels a sample of those texts; a probe per PII type is refitted on the
+sample's vectors, which puts it on the store's own distribution (its embedder, topics and house
+style) instead of the project corpus'; and a stacked verdict over every attack (``scan.verdict``)
+keeps the share of clean records flagged under a stated false-positive rate. Everything is
+cross-fitted, so no number in the report comes from a model that saw the record it judges. Every
+record, with or without text, is then judged by its vector alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from vdbguard.attacks import Attack
+from vdbguard.attacks.base import l2_normalise
+from vdbguard.attacks.pii_probe import PiiProbeAttack
+from vdbguard.connectors.base import Connector
+from vdbguard.corpus import LabelledText
+from vdbguard.detectors.base import Detector
+from vdbguard.embedders import Embedder
+from vdbguard.errors import RecordError, VdbguardError
+from vdbguard.pii import PiiType
+from vdbguard.progress import ProgressSink, Silent
+from vdbguard.records import VectorRecord
+from vdbguard.reports.schema import OwnerCalibration, TypeQuality
+from vdbguard.scan.alignment import AlignedAttack, load_mapping, ridge_map
+from vdbguard.scan.engine import Scanner
+from vdbguard.scan.verdict import StackedVerdict, ThresholdKey
+
+MIN_RECORDS = 300
+DEFAULT_SAMPLE = 3000
+DEFAULT_TARGET_FPR = 0.02
+PROBE_FOLDS = 5
+REPORT_FOLDS = 3
+_CALIBRATION_FILE = "calibration.json"
+log = logging.getLogger("vdbguard.scan.owner")
+
+
+class StoreProbe(PiiProbeAttack):
+    """``pii-probe`` refitted on one store's own (vector, detector label) pairs."""
+
+    name: ClassVar[str] = "pii-probe@store"
+    description: ClassVar[str] = (
+        "linear probe per PII type fitted on this store's vectors, labelled by the detector on its stored text"
+    )
+
+
+Mode = Literal["auto", "on", "off"]
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """``auto`` calibrates when the store keeps text for at least MIN_RECORDS records; ``on`` insists."""
+
+    mode: Mode = "auto"
+    sample: int = DEFAULT_SAMPLE
+    target_fpr: float = DEFAULT_TARGET_FPR
+    save_to: Path | None = None
+    load_from: Path | None = None
+
+
+AUTO = CalibrationOptions()
+OFF = CalibrationOptions(mode="off")
+
+
+@dataclass
+class LabelledSample:
+    records: list[VectorRecord]
+    labels: list[frozenset[PiiType]]
+
+
+@dataclass
+class Calibrated:
+    """What calibration hands the scan: the attacks to run, the verdict over them, what the report says."""
+
+    attacks: list[Attack]
+    verdict: StackedVerdict
+    report: OwnerCalibration
+
+
+def labelled_sample(
+    connector: Connector, detector: Detector, dimension: int | None, limit: int, batch_size: int = 256
+) -> LabelledSample:
+    """The first ``limit`` records that keep their text and a usable vector, labelled by the detector.
+
+    Read-only, like the scan. Records are taken in the store's own order: if that order tracks
+    content (e.g. insertion by source), pass a larger ``limit``.
+    """
+    records: list[VectorRecord] = []
+    for batch in connector.iter_batches(batch_size=batch_size):
+        for record in batch.records:
+            if record.source_text is None:
+                continue
+            with contextlib.suppress(RecordError):  # the scan itself reports bad records
+                record.checked_vector(dimension)
+                records.append(record)
+            if len(records) >= limit:
+                break
+        if len(records) >= limit:
+            break
+    detections = detector.detect_many([record.source_text or "" for record in records])
+    return LabelledSample(records, [frozenset(d.pii_type for d in found) for found in detections])
+
+
+def calibrate_on_store(
+    sample: LabelledSample,
+    attacks: Sequence[Attack],
+    detector: Detector,
+    dimension: int | None,
+    *,
+    target_fpr: float = DEFAULT_TARGET_FPR,
+    seed: int = 0,
+    align_to: Embedder | None = None,
+) -> Calibrated:
+    """Refit ``pii-probe`` on the store, then fit the verdict over every attack for ``target_fpr``.
+
+    With ``align_to`` (a store whose own model cannot run here), the other attacks were trained for
+    that packaged embedder and run on store vectors mapped into its space (``scan.alignment``).
+
+    Cross-fitted, so every record both teaches and is measured without being scored by a model that
+    saw it: each record's probe score comes from a probe fitted on the other folds, and the held-out
+    quality in the report from verdicts fitted without the fold they are measured on.
+    """
+    n = len(sample.records)
+    if n < MIN_RECORDS:
+        raise VdbguardError(
+            f"owner-side calibration needs text for at least {MIN_RECORDS} records; the store keeps text for {n}",
+            "scan without it (--owner-calibration off), or calibrate on a collection that keeps its text",
+        )
+    others = [a for a in attacks if a.name != PiiProbeAttack.name]
+    vectors = l2_normalise(np.stack([record.checked_vector(dimension) for record in sample.records]))
+    targets = l2_normalise(align_to.encode([r.source_text or "" for r in sample.records])) if align_to else None
+
+    def attacks_for(rows: np.ndarray) -> list[Attack]:
+        """Every attack as fitted on ``rows`` only: the store probe, and the alignment when there is one."""
+        probe = _fit_probe(sample, rows, dimension, seed)
+        if targets is None:
+            return [probe, *others]
+        mapping = ridge_map(vectors[rows], targets[rows])
+        return [probe, *(AlignedAttack(attack, mapping) for attack in others)]
+
+    folds = np.array_split(np.random.default_rng(seed).permutation(n), PROBE_FOLDS)
+    scores: list[dict[ThresholdKey, float]] = [{} for _ in range(n)]
+    alignment_cosines: list[float] = []
+    for k, rows in enumerate(folds):
+        fold_attacks = attacks_for(np.concatenate([fold for j, fold in enumerate(folds) if j != k]))
+        fold_scores = Scanner(fold_attacks, detector, dimension).evidence_scores([sample.records[i] for i in rows])
+        for i, row_scores in zip(rows, fold_scores, strict=True):
+            scores[i] = row_scores
+        aligned = next((a for a in fold_attacks if isinstance(a, AlignedAttack)), None)
+        if aligned is not None and targets is not None:
+            mapped = l2_normalise(vectors[rows] @ aligned.mapping)
+            alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
+    final_attacks = attacks_for(np.arange(n))
+    labels = list(sample.labels)
+    verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
+    report = OwnerCalibration(
+        used=True,
+        records_labelled=n,
+        records_with_pii=sum(1 for label in labels if label),
+        folds={"probe": PROBE_FOLDS, "held_out": REPORT_FOLDS},
+        target_false_positive_rate=target_fpr,
+        fused_cutoffs=verdict.cutoffs,
+        aligned_to=align_to.name if align_to else None,
+        alignment_cosine=round(float(np.mean(alignment_cosines)), 4) if alignment_cosines else None,
+        **_held_out_quality(scores, labels, target_fpr, seed),
+    )
+    return Calibrated(final_attacks, verdict, report)
+
+
+def _fit_probe(sample: LabelledSample, rows: np.ndarray, dimension: int | None, seed: int) -> StoreProbe:
+    probe = StoreProbe(seed=seed)
+    items = [LabelledText(sample.records[i].source_text or "", sample.labels[i], {}, "store") for i in rows]
+    probe.fit(items, np.stack([sample.records[i].checked_vector(dimension) for i in rows]))
+    if not probe.probes:
+        raise VdbguardError(
+            "owner-side calibration found too few records with PII in the sample to fit any probe",
+            "raise --calibration-sample, or scan with --owner-calibration off",
+        )
+    return probe
+
+
+def _held_out_quality(
+    scores: Sequence[dict[ThresholdKey, float]], labels: Sequence[frozenset[PiiType]], target_fpr: float, seed: int
+) -> dict:
+    """Recall and false-positive rate per record and per type, each fold judged by a verdict fitted without it."""
+    n = len(scores)
+    flags: dict[str, np.ndarray] = {}
+    fused: dict[str, np.ndarray] = {}
+    for rows in np.array_split(np.random.default_rng(seed + 1).permutation(n), REPORT_FOLDS):
+        rest = np.setdiff1d(np.arange(n), rows)
+        verdict = StackedVerdict.fit([scores[i] for i in rest], [labels[i] for i in rest], target_fpr, seed)
+        for pii_type, probability in verdict.probabilities([scores[i] for i in rows]).items():
+            fused.setdefault(pii_type, np.zeros(n))[rows] = probability
+            flags.setdefault(pii_type, np.zeros(n, dtype=bool))[rows] = probability >= verdict.cutoffs[pii_type]
+    any_flag = np.any(np.stack(list(flags.values())), axis=0) if flags else np.zeros(n, dtype=bool)
+    has_pii = np.array([bool(label) for label in labels])
+    per_type = {}
+    for pii_type in sorted({t.value for label in labels for t in label} | set(flags)):
+        truth = np.array([PiiType(pii_type) in label for label in labels])
+        hit = flags.get(pii_type, np.zeros(n, dtype=bool))
+        auc = None
+        if pii_type in fused and 0 < truth.sum() < n:
+            auc = round(float(roc_auc_score(truth, fused[pii_type])), 4)
+        per_type[pii_type] = TypeQuality(
+            positives=int(truth.sum()), recall=_rate(hit[truth]), false_positive_rate=_rate(hit[~truth]), auc=auc
+        )
+    return {
+        "held_out_recall": _rate(any_flag[has_pii]),
+        "held_out_false_positive_rate": _rate(any_flag[~has_pii]),
+        "per_type": per_type,
+    }
+
+
+def _rate(flags: np.ndarray) -> float | None:
+    return round(float(flags.mean()), 4) if len(flags) else None
+
+
+def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerprint: str) -> None:
+    """Keep the store-fitted probe and thresholds for other collections made with the same embedder."""
+    for attack in calibrated.attacks:
+        if isinstance(attack, StoreProbe):
+            attack.save(directory / "probe")
+        elif isinstance(attack, AlignedAttack):
+            attack.save(directory / "alignment")
+    payload = {
+        "embedder": embedder_fingerprint,
+        "verdict": calibrated.verdict.to_json(),
+        "report": calibrated.report.model_dump(mode="json"),
+    }
+    (directory / _CALIBRATION_FILE).write_text(json.dumps(payload, indent=2))
+
+
+def load_calibration(directory: Path, attacks: Sequence[Attack], embedder_fingerprint: str) -> Calibrated:
+    path = directory / _CALIBRATION_FILE
+    if not path.is_file():
+        raise VdbguardError(f"{directory} holds no saved calibration", "save one with --save-calibration DIR")
+    payload = json.loads(path.read_text())
+    if payload["embedder"] != embedder_fingerprint:
+        raise VdbguardError(
+            f"the calibration in {directory} was fitted for another embedder",
+            "calibrate again on a collection made with this embedder",
+        )
+    report = OwnerCalibration.model_validate({**payload["report"], "loaded_from": str(directory)})
+    others = [a for a in attacks if a.name != PiiProbeAttack.name]
+    if report.aligned_to is not None:
+        mapping = load_mapping(directory / "alignment")
+        others = [AlignedAttack(attack, mapping) for attack in others]
+    probe = StoreProbe.load(directory / "probe")
+    return Calibrated([probe, *others], StackedVerdict.from_json(payload["verdict"]), report)
+
+
+def owner_calibration(
+    connector: Connector,
+    attacks: Sequence[Attack],
+    detector: Detector,
+    dimension: int | None,
+    embedder_fingerprint: str,
+    options: CalibrationOptions,
+    *,
+    batch_size: int = 256,
+    progress: ProgressSink | None = None,
+    align_to: Embedder | None = None,
+) -> Calibrated | None:
+    """The calibration the options ask for: reused, fitted on this store, or none (``off``, or ``auto``
+    on a store that keeps too little text)."""
+    if options.load_from is not None:
+        return load_calibration(options.load_from, attacks, embedder_fingerprint)
+    if options.mode == "off":
+        return None
+    with (progress or Silent()).task("Calibrating on the store's own text", None):
+        sample = labelled_sample(connector, detector, dimension, options.sample, batch_size)
+        if options.mode == "auto" and len(sample.records) < MIN_RECORDS:
+            log.info("owner-side calibration skipped: text for %d records, needs %d", len(sample.records), MIN_RECORDS)
+            return None
+        calibrated = calibrate_on_store(
+            sample, attacks, detector, dimension, target_fpr=options.target_fpr, align_to=align_to
+        )
+    if options.save_to is not None:
+        save_calibration(calibrated, options.save_to, embedder_fingerprint)
+    return calibrated
