@@ -7,7 +7,7 @@ any point resumes from the last finished batch without skipping or double-counti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Evidence, Finding, InferredAttribute, RecordProblem, Severity, Summary
 from vdbguard.scan.state import ScanState
-from vdbguard.scan.verdict import StackedVerdict, ThresholdKey
+from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.PERSON: Severity.MEDIUM,
@@ -49,9 +49,8 @@ def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
 class Scanner:
     """Runs the attacks on each batch and turns their evidence into findings.
 
-    Each attack's evidence counts when its score reaches the attack's threshold, or the one
-    ``thresholds`` sets for that (attack, PII type), as owner-side calibration chooses them. With a
-    ``verdict``, a stacked model over every attack's scores decides each PII type instead.
+    Each attack's evidence counts when its score reaches the attack's threshold. With a ``verdict``
+    (owner-side calibration fits one), a stacked model over every attack's scores decides each PII type.
     """
 
     def __init__(
@@ -60,7 +59,6 @@ class Scanner:
         detector: Detector,
         dimension: int | None,
         mask_pii: bool = True,
-        thresholds: Mapping[ThresholdKey, float] | None = None,
         verdict: StackedVerdict | None = None,
     ) -> None:
         if not attacks:
@@ -69,13 +67,9 @@ class Scanner:
         self.detector = detector
         self.dimension = dimension
         self.mask_pii = mask_pii
-        self.thresholds = dict(thresholds or {})
         self.verdict = verdict
 
-    def threshold(self, attack: Attack, pii_type: PiiType) -> float:
-        return self.thresholds.get((attack.name, pii_type.value), attack.threshold)
-
-    def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ThresholdKey, float]]:
+    def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ScoreKey, float]]:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
         vectors = np.stack([record.checked_vector(self.dimension) for record in records])
         known = [record.source_text for record in records]
@@ -154,8 +148,7 @@ class Scanner:
         return found
 
     def _decide(self, candidates: list[Candidate]) -> list[Evidence]:
-        kept = [c for c in candidates if c.score >= self.threshold(c.attack, c.pii_type)]
-        evidence = [c.evidence(self.threshold(c.attack, c.pii_type), self.mask_pii) for c in kept]
+        evidence = [c.evidence(self.mask_pii) for c in candidates if c.over_threshold]
         if self.verdict is None:
             return evidence
         scores = _best_scores(candidates)
@@ -201,11 +194,7 @@ class Scanner:
         flagged = {PiiType(e.pii_type) for e in evidence}
         lowered = text.lower() if text is not None else ""
         recovered_values = [
-            c.value
-            for c in candidates
-            if c.value is not None
-            and PiiType(c.pii_type) in flagged
-            and c.score >= self.threshold(c.attack, c.pii_type)
+            c.value for c in candidates if c.value is not None and c.pii_type in flagged and c.over_threshold
         ]
         verbatim = any(value.lower() in lowered for value in recovered_values)
         return Finding(
@@ -237,19 +226,23 @@ class Candidate:
     detail: str
     value: str | None = None
 
-    def evidence(self, threshold: float, mask_pii: bool) -> Evidence:
+    @property
+    def over_threshold(self) -> bool:
+        return self.score >= self.attack.threshold
+
+    def evidence(self, mask_pii: bool) -> Evidence:
         return Evidence(
             attack=self.attack.name,
             pii_type=self.pii_type.value,
             score=self.score,
-            threshold=threshold,
+            threshold=self.attack.threshold,
             detail=self.detail,
             recovered=None if self.value is None else mask_if(self.value, mask_pii),
         )
 
 
-def _best_scores(candidates: Sequence[Candidate]) -> dict[ThresholdKey, float]:
-    best: dict[ThresholdKey, float] = {}
+def _best_scores(candidates: Sequence[Candidate]) -> dict[ScoreKey, float]:
+    best: dict[ScoreKey, float] = {}
     for c in candidates:
         key = (c.attack.name, c.pii_type.value)
         best[key] = max(best.get(key, float("-inf")), c.score)

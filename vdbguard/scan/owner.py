@@ -36,12 +36,13 @@ from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import OwnerCalibration, TypeQuality
 from vdbguard.scan.alignment import AlignedAttack, load_mapping, ridge_map
 from vdbguard.scan.engine import Scanner
-from vdbguard.scan.verdict import StackedVerdict, ThresholdKey
+from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 MIN_RECORDS = 300
 DEFAULT_SAMPLE = 3000
 DEFAULT_TARGET_FPR = 0.02
 PROBE_FOLDS = 5
+LOOK_AHEAD = 10
 REPORT_FOLDS = 3
 _CALIBRATION_FILE = "calibration.json"
 log = logging.getLogger("vdbguard.scan.owner")
@@ -94,20 +95,22 @@ def labelled_sample(
 ) -> LabelledSample:
     """The first ``limit`` records that keep their text and a usable vector, labelled by the detector.
 
-    Read-only, like the scan. Records are taken in the store's own order: if that order tracks
-    content (e.g. insertion by source), pass a larger ``limit``.
+    Read-only, like the scan. Records are taken in the store's own order (if that order tracks content,
+    e.g. insertion by source, pass a ``limit`` that covers the store), and the search stops after
+    ``LOOK_AHEAD × limit`` records, so a store that keeps no text is not read twice end to end.
     """
     records: list[VectorRecord] = []
+    seen = 0
     for batch in connector.iter_batches(batch_size=batch_size):
         for record in batch.records:
-            if record.source_text is None:
-                continue
-            with contextlib.suppress(RecordError):  # the scan itself reports bad records
-                record.checked_vector(dimension)
-                records.append(record)
-            if len(records) >= limit:
+            seen += 1
+            if record.source_text is not None:
+                with contextlib.suppress(RecordError):  # the scan itself reports bad records
+                    record.checked_vector(dimension)
+                    records.append(record)
+            if len(records) >= limit or seen >= LOOK_AHEAD * limit:
                 break
-        if len(records) >= limit:
+        if len(records) >= limit or seen >= LOOK_AHEAD * limit:
             break
     detections = detector.detect_many([record.source_text or "" for record in records])
     return LabelledSample(records, [frozenset(d.pii_type for d in found) for found in detections])
@@ -144,14 +147,14 @@ def calibrate_on_store(
 
     def attacks_for(rows: np.ndarray) -> list[Attack]:
         """Every attack as fitted on ``rows`` only: the store probe, and the alignment when there is one."""
-        probe = _fit_probe(sample, rows, dimension, seed)
+        probe = _fit_probe(sample, rows, vectors, seed)
         if targets is None:
             return [probe, *others]
         mapping = ridge_map(vectors[rows], targets[rows])
         return [probe, *(AlignedAttack(attack, mapping) for attack in others)]
 
     folds = np.array_split(np.random.default_rng(seed).permutation(n), PROBE_FOLDS)
-    scores: list[dict[ThresholdKey, float]] = [{} for _ in range(n)]
+    scores: list[dict[ScoreKey, float]] = [{} for _ in range(n)]
     alignment_cosines: list[float] = []
     for k, rows in enumerate(folds):
         fold_attacks = attacks_for(np.concatenate([fold for j, fold in enumerate(folds) if j != k]))
@@ -179,10 +182,10 @@ def calibrate_on_store(
     return Calibrated(final_attacks, verdict, report)
 
 
-def _fit_probe(sample: LabelledSample, rows: np.ndarray, dimension: int | None, seed: int) -> StoreProbe:
+def _fit_probe(sample: LabelledSample, rows: np.ndarray, vectors: np.ndarray, seed: int) -> StoreProbe:
     probe = StoreProbe(seed=seed)
     items = [LabelledText(sample.records[i].source_text or "", sample.labels[i], {}, "store") for i in rows]
-    probe.fit(items, np.stack([sample.records[i].checked_vector(dimension) for i in rows]))
+    probe.fit(items, vectors[rows])
     if not probe.probes:
         raise VdbguardError(
             "owner-side calibration found too few records with PII in the sample to fit any probe",
@@ -192,7 +195,7 @@ def _fit_probe(sample: LabelledSample, rows: np.ndarray, dimension: int | None, 
 
 
 def _held_out_quality(
-    scores: Sequence[dict[ThresholdKey, float]], labels: Sequence[frozenset[PiiType]], target_fpr: float, seed: int
+    scores: Sequence[dict[ScoreKey, float]], labels: Sequence[frozenset[PiiType]], target_fpr: float, seed: int
 ) -> dict:
     """Recall and false-positive rate per record and per type, each fold judged by a verdict fitted without it."""
     n = len(scores)
@@ -228,7 +231,7 @@ def _rate(flags: np.ndarray) -> float | None:
 
 
 def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerprint: str) -> None:
-    """Keep the store-fitted probe and thresholds for other collections made with the same embedder."""
+    """Keep the store-fitted probe, alignment and verdict for other collections made with the same embedder."""
     for attack in calibrated.attacks:
         if isinstance(attack, StoreProbe):
             attack.save(directory / "probe")

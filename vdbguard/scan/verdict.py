@@ -21,7 +21,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from vdbguard.pii import PiiType
 
-ThresholdKey = tuple[str, str]  # (attack name, PII type value)
+ScoreKey = tuple[str, str]  # (attack name, PII type value)
 MIN_POSITIVES = 5
 FOLDS = 5
 
@@ -37,13 +37,13 @@ class TypeModel:
     weights: list[float]
     bias: float
 
-    def probability(self, scores: Sequence[Mapping[ThresholdKey, float]], pii_type: str) -> np.ndarray:
+    def probability(self, scores: Sequence[Mapping[ScoreKey, float]], pii_type: str) -> np.ndarray:
         features = _features(scores, self.attacks, pii_type)
         z = (features - np.asarray(self.mean)) / np.asarray(self.scale)
         return expit(z @ np.asarray(self.weights) + self.bias)
 
 
-def _features(scores: Sequence[Mapping[ThresholdKey, float]], attacks: Sequence[str], pii_type: str) -> np.ndarray:
+def _features(scores: Sequence[Mapping[ScoreKey, float]], attacks: Sequence[str], pii_type: str) -> np.ndarray:
     columns = []
     for attack in attacks:
         raw = np.array([row.get((attack, pii_type), -np.inf) for row in scores], dtype=np.float64)
@@ -68,7 +68,7 @@ class StackedVerdict:
     @classmethod
     def fit(
         cls,
-        scores: Sequence[Mapping[ThresholdKey, float]],
+        scores: Sequence[Mapping[ScoreKey, float]],
         labels: Sequence[frozenset[PiiType]],
         target_fpr: float,
         seed: int = 0,
@@ -101,7 +101,7 @@ class StackedVerdict:
         cutoffs = _cutoffs_for_record_fpr(clean_probabilities, target_fpr)
         return cls(models, dict(zip(models, cutoffs, strict=True)), target_fpr)
 
-    def probabilities(self, scores: Sequence[Mapping[ThresholdKey, float]]) -> dict[str, np.ndarray]:
+    def probabilities(self, scores: Sequence[Mapping[ScoreKey, float]]) -> dict[str, np.ndarray]:
         return {pii_type: model.probability(scores, pii_type) for pii_type, model in self.models.items()}
 
     def to_json(self) -> dict:
