@@ -95,6 +95,7 @@ def test_owner_calibration_judges_records_without_text_and_can_be_reused(
 
     calibration = report.calibration
     assert calibration is not None and calibration.used and calibration.records_labelled == WITH_TEXT
+    assert report.expected_quality and {q.mode for q in report.expected_quality} == {"owner"}
     assert 0.0 <= calibration.held_out_false_positive_rate <= 1.0 and 0.0 <= calibration.held_out_recall <= 1.0
     assert calibration.per_type["PERSON"].auc > 0.8
     recall, false_positives = bare_quality(report, records, truth)
@@ -113,7 +114,8 @@ def test_owner_calibration_judges_records_without_text_and_can_be_reused(
 
 def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_cache: Path) -> None:
     records, _ = store(embedder, n_text=60, n_bare=0)
-    assert scan(records, embedder, mode="auto").calibration is None
+    uncalibrated = scan(records, embedder, mode="auto")
+    assert uncalibrated.calibration is None and {q.mode for q in uncalibrated.expected_quality} == {"default"}
     with pytest.raises(VdbguardError, match="at least 300"):
         scan(records, embedder, mode="on")
 
@@ -128,6 +130,7 @@ def test_store_embedder_scans_the_vectors_of_a_model_it_cannot_run(
     assert (report.embedder.name == "store" and report.embedder.dimension is None) or report.embedder.dimension == 128
     calibration = report.calibration
     assert calibration is not None and calibration.aligned_to == embedder.name
+    assert {q.mode for q in report.expected_quality} == {"store"}
     assert calibration.alignment_cosine > 0.5
     recall, false_positives = bare_quality(report, records, truth)
     assert recall >= 0.5 and false_positives <= 0.25, (recall, false_positives)

@@ -44,6 +44,7 @@ def render_markdown(report: Report) -> str:
             f"Of {s.records_with_source_text} records that store their text, {s.source_pii_records} contain PII "
             f"according to the detector; attacks flagged {s.source_pii_flagged} of those from the vector alone.",
         ]
+    lines += _quality(report)
     lines += ["", "## Attacks", ""]
     lines += _table(
         ["attack", "what it does", "threshold", "held-out quality"],
@@ -98,6 +99,38 @@ def render_markdown(report: Report) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _quality(report: Report) -> list[str]:
+    """What a flag means: the calibration measured on this store, and the benchmark on real text."""
+    lines: list[str] = []
+    c = report.calibration
+    if c is not None:
+        source = f"reused from `{c.loaded_from}`" if c.loaded_from else f"fitted on {c.records_labelled} records"
+        lines += [
+            "",
+            "## Owner-side calibration",
+            "",
+            f"Probes and a stacked verdict {source} that keep their text, labelled by the PII detector; "
+            f"target false-positive rate {c.target_false_positive_rate:.0%}. Held out on this store: recall "
+            f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} (against the detector's "
+            "labels, so no better than the detector).",
+        ]
+        if c.aligned_to:
+            lines += [f"Attacks ran aligned into `{c.aligned_to}` (held-out cosine {c.alignment_cosine})."]
+    if report.expected_quality:
+        lines += [
+            "",
+            "## What a flag means",
+            "",
+            "This kind of scan, measured on real text (benchmarks/real_text.py):",
+            "",
+        ]
+        lines += _table(
+            ["text", "recall", "false positives"],
+            [[q.source, f"{q.recall:.0%}", f"{q.false_positive_rate:.1%}"] for q in report.expected_quality],
+        )
+    return lines
 
 
 class MarkdownReport(ReportWriter):

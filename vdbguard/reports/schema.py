@@ -135,6 +135,17 @@ class OwnerCalibration(BaseModel):
     loaded_from: str | None = Field(default=None, description="set when a saved calibration was reused")
 
 
+class ExpectedQuality(BaseModel):
+    """How this kind of scan did on real text in the project's benchmark: what a flag here is likely to mean."""
+
+    mode: str = Field(description="default (vectors only), owner (owner-side calibration) or store (--embedder store)")
+    source: str
+    recall: float = Field(description="share of records naming a real person that were flagged")
+    false_positive_rate: float = Field(description="share of records naming nobody that were flagged")
+    measured_on: str
+    command: str
+
+
 class Report(BaseModel):
     schema_version: str = SCHEMA_VERSION
     tool_version: str
@@ -148,4 +159,7 @@ class Report(BaseModel):
     record_problems: list[RecordProblem]
     calibration: OwnerCalibration | None = Field(
         default=None, description="owner-side calibration, when the scan fitted (or reused) one"
+    )
+    expected_quality: list[ExpectedQuality] = Field(
+        default_factory=list, description="the verdicts' measured quality on real text, for this kind of scan"
     )

@@ -22,6 +22,7 @@ from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.engine import Scanner, summarise
 from vdbguard.scan.owner import AUTO, CalibrationOptions, owner_calibration
+from vdbguard.scan.quality import expected_quality
 
 AUTO_EMBEDDER = "auto"
 STORE_EMBEDDER = "store"
@@ -146,4 +147,7 @@ def scan_collection(
         findings=state.findings,
         record_problems=state.problems,
         calibration=None if calibrated is None else calibrated.report,
+        expected_quality=expected_quality(
+            "default" if calibrated is None else "store" if embedder is None else "owner"
+        ),
     )

@@ -1,0 +1,39 @@
+"""What a flag means: the verdicts' quality measured on real text, stated in every report.
+
+From ``benchmarks/real_text.py`` (BENCHMARKS.md, "Verdicts on real text"): records that name a real
+person vs records that name nobody, in text nobody on the project wrote and no model was trained on,
+judged by their vectors alone (MiniLM; mpnet for ``store``), default settings. Update these numbers
+together with BENCHMARKS.md when the benchmark is re-run.
+"""
+
+from __future__ import annotations
+
+from vdbguard.reports.schema import ExpectedQuality
+
+COMMAND = "OMP_NUM_THREADS=1 python benchmarks/real_text.py --out OUT --n 600 --with-text 800"
+MEASURED_ON = "2026-11-23"
+
+_MEASURED: dict[str, tuple[tuple[str, float, float], ...]] = {
+    # mode: (source, recall, false-positive rate)
+    "default": (("WordNet person glosses vs places and organisations", 0.4267, 0.2317),
+                ("fortune cookies attributed to a person vs naming nobody", 0.1833, 0.075)),
+    "owner": (("WordNet person glosses vs places and organisations", 0.22, 0.03),
+              ("fortune cookies attributed to a person vs naming nobody", 0.169, 0.0107)),
+    "store": (("WordNet person glosses vs places and organisations", 0.135, 0.02),
+              ("fortune cookies attributed to a person vs naming nobody", 0.1455, 0.0053)),
+}  # fmt: skip
+
+
+def expected_quality(mode: str) -> list[ExpectedQuality]:
+    """The measured quality of the verdict ``mode`` (``default``, ``owner`` or ``store``) on real text."""
+    return [
+        ExpectedQuality(
+            mode=mode,
+            source=source,
+            recall=recall,
+            false_positive_rate=fpr,
+            measured_on=MEASURED_ON,
+            command=COMMAND,
+        )
+        for source, recall, fpr in _MEASURED[mode]
+    ]
