@@ -26,14 +26,8 @@ _MEASURED: dict[str, tuple[tuple[str, float, float], ...]] = {
 
 def expected_quality(mode: str) -> list[ExpectedQuality]:
     """The measured quality of the verdict ``mode`` (``default``, ``owner`` or ``store``) on real text."""
+    shared = {"mode": mode, "measured_on": MEASURED_ON, "command": COMMAND}
     return [
-        ExpectedQuality(
-            mode=mode,
-            source=source,
-            recall=recall,
-            false_positive_rate=fpr,
-            measured_on=MEASURED_ON,
-            command=COMMAND,
-        )
+        ExpectedQuality(**shared, source=source, recall=recall, false_positive_rate=fpr)
         for source, recall, fpr in _MEASURED[mode]
     ]
