@@ -15,6 +15,8 @@ Modes, on an embedded Chroma store per source (half positives):
 - ``owner``: the store keeps its text for ``--with-text`` records; scored on the records that keep none.
 - ``store``: as ``owner``, with vectors from all-mpnet-base-v2 scanned as ``--embedder store`` (needs the
   ``[mpnet]`` extra); the attacks run aligned into MiniLM's space.
+- ``inversion``: bag-of-words token F1 on the records without text, run on MiniLM's own vectors and on
+  mpnet vectors mapped into MiniLM's space by the map fitted on the records with text (ALGEN's claim).
 
     OMP_NUM_THREADS=1 python benchmarks/real_text.py --out /tmp/realtext --n 600 --with-text 800
 """
@@ -152,6 +154,37 @@ def label_ceiling(texts: list[tuple[str, bool]]) -> dict[str, float]:
     }
 
 
+def inversion_gap(
+    texts: list[tuple[str, bool]], with_text: int, minilm: Embedder, profile: str, attack_name: str, limit: int
+) -> dict:
+    """Token F1 of an inversion attack with the true model vs through the alignment from mpnet."""
+    import numpy as np
+
+    from vdbguard.attacks.base import l2_normalise
+    from vdbguard.attacks.training import trained_attacks
+    from vdbguard.scan.alignment import AlignedAttack, ridge_map
+    from vdbguard.text import token_f1
+
+    (attack,) = trained_attacks(minilm, [attack_name], profile=profile)
+    mpnet = Embedder("all-mpnet-base-v2")
+    known, held = [t for t, _ in texts[:with_text]], [t for t, _ in texts[with_text:]][:limit]
+    mapping = ridge_map(l2_normalise(mpnet.encode(known)), l2_normalise(minilm.encode(known)))
+
+    def f1(inferences: list) -> float:
+        return round(float(np.mean([token_f1(i.recovered_text, t) for i, t in zip(inferences, held, strict=True)])), 4)
+
+    true = f1(attack.infer(minilm.encode(held)))
+    aligned = f1(AlignedAttack(attack, mapping).infer(mpnet.encode(held)))
+    ratio = round(aligned / max(true, 1e-9), 3)
+    return {
+        "attack": attack_name,
+        "records": len(held),
+        "true_model_token_f1": true,
+        "aligned_token_f1": aligned,
+        "ratio": ratio,
+    }
+
+
 def main() -> None:
     parser = bench_parser(__doc__, n=600, with_text=800, seed=0)
     parser.add_argument("--out", type=Path, required=True)
@@ -159,6 +192,8 @@ def main() -> None:
     parser.add_argument("--modes", default="default,owner,store")
     parser.add_argument("--profile", default="default")
     parser.add_argument("--target-fpr", type=float, default=0.02)
+    parser.add_argument("--inversion-attack", default="bag-of-words")
+    parser.add_argument("--inversion-limit", type=int, default=400, help="records the inversion mode attacks")
     args = parser.parse_args()
     root = unpack(args.cache)
     rng = random.Random(args.seed)
@@ -169,6 +204,14 @@ def main() -> None:
         rng.shuffle(texts)
         print(json.dumps({"source": source, "mode": "detector on the stored text", **label_ceiling(texts)}), flush=True)
         for mode in args.modes.split(","):
+            if mode == "inversion":
+                gap = inversion_gap(
+                    texts, args.with_text, minilm, args.profile, args.inversion_attack, args.inversion_limit
+                )
+                row = {"source": source, "mode": mode, **gap}
+                print(json.dumps(row), flush=True)
+                results.append(row)
+                continue
             model = Embedder("all-mpnet-base-v2") if mode == "store" else minilm
             with tempfile.TemporaryDirectory() as tmp:
                 with_text = 0 if mode == "default" else args.with_text
