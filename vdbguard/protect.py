@@ -31,7 +31,7 @@ import numpy as np
 
 from vdbguard.connectors.base import Connector
 from vdbguard.errors import RecordError, VdbguardError
-from vdbguard.hooks.protector import Item, Protector, _label
+from vdbguard.hooks.protector import Item, Protector, vector_label
 from vdbguard.progress import Advance
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.transforms.base import Transform
@@ -196,7 +196,7 @@ def _protect_batch(protector: Protector, records: Sequence[VectorRecord]) -> tup
             problems.append(str(exc))
             continue
         if record.named_vectors:
-            vectors = {_label(name): vector for name, vector in record.named_vectors.items()}
+            vectors = {vector_label(name): vector for name, vector in record.named_vectors.items()}
         else:
             vectors = {"vector": record.vector}
         usable.append(record)
@@ -208,7 +208,7 @@ def _protect_batch(protector: Protector, records: Sequence[VectorRecord]) -> tup
         named = {}
         vector = new.get("vector")
         for name, original in record.named_vectors.items():
-            named[name] = new[_label(name)]
+            named[name] = new[vector_label(name)]
             if vector is None and np.array_equal(original, record.vector):
                 vector = named[name]  # the primary vector is one of the named ones: the same protected value
         if vector is None:

@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vdbguard.errors import VdbguardError
-from vdbguard.hooks.protector import _NUMBER, Item
-from vdbguard.hooks.proxy import _Guarded
+from vdbguard.hooks.protector import NUMBER_TYPES, Item
+from vdbguard.hooks.proxy import GuardedProxy
 
 
-class GuardedChromaClient(_Guarded):
+class GuardedChromaClient(GuardedProxy):
     """A Chroma client whose collections (get/create/get_or_create/list) come back guarded."""
 
     _calls: ClassVar[dict[str, str]] = dict.fromkeys(
@@ -27,7 +27,7 @@ class GuardedChromaClient(_Guarded):
     )
 
 
-class GuardedChromaCollection(_Guarded):
+class GuardedChromaCollection(GuardedProxy):
     """A Chroma collection: add / upsert / update need explicit embeddings and protect them."""
 
     _calls: ClassVar[dict[str, str]] = {"fork": "GuardedChromaCollection"}
@@ -93,6 +93,6 @@ def _rows(embeddings: Any) -> list[Any]:
     if isinstance(embeddings, np.ndarray):
         return [embeddings] if embeddings.ndim == 1 else list(embeddings)
     embeddings = list(embeddings)
-    if embeddings and isinstance(embeddings[0], _NUMBER):
+    if embeddings and isinstance(embeddings[0], NUMBER_TYPES):
         return [embeddings]
     return embeddings

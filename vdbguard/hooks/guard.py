@@ -29,7 +29,7 @@ from typing import Any
 from vdbguard.errors import VdbguardError
 from vdbguard.hooks.policy import Policy
 from vdbguard.hooks.protector import Item, Protector, changes_space, resolve_policy
-from vdbguard.hooks.proxy import _Guarded
+from vdbguard.hooks.proxy import GuardedProxy
 from vdbguard.transforms.base import Transform
 
 __all__ = ["Item", "Protector", "changes_space", "guard", "resolve_policy"]
@@ -48,7 +48,7 @@ _DISPATCH: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
-def _wrapper_for(client: Any) -> type[_Guarded]:
+def _wrapper_for(client: Any) -> type[GuardedProxy]:
     cls = type(client)
     package, name = cls.__module__.split(".")[0], cls.__name__
     if name.startswith("Async") or "asyncio" in cls.__module__:
@@ -79,7 +79,7 @@ def guard(
     transform must already be fitted when it ``needs_fit``. The returned object delegates everything
     else to ``client``; its ``last_decisions`` are the policy's decisions for the last write call.
     """
-    if isinstance(client, _Guarded):
+    if isinstance(client, GuardedProxy):
         raise VdbguardError("this client is already guarded", "guard the original client once")
     wrapper = _wrapper_for(client)
     return wrapper(client, Protector(transform, resolve_policy(policy, detector), vector_names=vector_names))

@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.protector import Item
-from vdbguard.hooks.proxy import _Guarded, _replace
+from vdbguard.hooks.proxy import GuardedProxy, with_changes
 
 
-class GuardedPinecone(_Guarded):
+class GuardedPinecone(GuardedProxy):
     """A Pinecone client whose ``Index(...)`` handles come back guarded."""
 
     _calls: ClassVar[dict[str, str]] = dict.fromkeys(("Index", "index"), "GuardedPineconeIndex")
@@ -19,7 +19,7 @@ class GuardedPinecone(_Guarded):
     }
 
 
-class GuardedPineconeIndex(_Guarded):
+class GuardedPineconeIndex(GuardedProxy):
     """A Pinecone index: upsert (tuples, dicts, Vector objects) and update(values=) are protected."""
 
     _refused: ClassVar[dict[str, str]] = {
@@ -85,4 +85,4 @@ def _pinecone_with(vector: Any, values: list[float]) -> Any:
         return (vector[0], values, *vector[2:])
     if isinstance(vector, Mapping):
         return {**vector, "values": values}
-    return _replace(vector, values=values)
+    return with_changes(vector, values=values)

@@ -20,7 +20,7 @@ from vdbguard.transforms.base import Transform
 
 __all__ = ["Item", "Protector", "changes_space", "needs_extra", "resolve_policy"]
 
-_NUMBER = (int, float, np.number)
+NUMBER_TYPES = (int, float, np.number)
 
 
 def changes_space(transform: Transform) -> bool:
@@ -276,16 +276,16 @@ def _checked(record_id: str, label: str, value: Any) -> np.ndarray:
     return arr
 
 
-def _is_vector(value: Any) -> bool:
+def is_vector(value: Any) -> bool:
     """A dense vector or multi-vector given as numbers (not an id, a sparse vector or an inference object)."""
     if isinstance(value, np.ndarray):
         return True
     if isinstance(value, (list, tuple)):
-        return not value or isinstance(value[0], (*_NUMBER, list, tuple, np.ndarray))
+        return not value or isinstance(value[0], (*NUMBER_TYPES, list, tuple, np.ndarray))
     return False
 
 
-def _label(name: str | None, base: str = "vector") -> str:
+def vector_label(name: str | None, base: str = "vector") -> str:
     """An item's field label for a vector: ``vector``, or ``vector['name']`` for a named one."""
     return base if name is None else f"{base}[{name!r}]"
 

@@ -19,12 +19,12 @@ import numpy as np
 
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.policy import Decision
-from vdbguard.hooks.protector import Protector, _label
+from vdbguard.hooks.protector import Protector, vector_label
 
-_WRAPPERS: dict[str, type[_Guarded]] = {}  # every wrapper class by name, for ``_calls`` and ``_attrs``
+_WRAPPERS: dict[str, type[GuardedProxy]] = {}  # every wrapper class by name, for ``_calls`` and ``_attrs``
 
 
-def _replace(obj: Any, **changes: Any) -> Any:
+def with_changes(obj: Any, **changes: Any) -> Any:
     """A copy of a record object with some fields changed; the caller's object is never mutated."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.replace(obj, **changes)
@@ -67,7 +67,7 @@ def _rebind(owner: Any, name: str, args: tuple, kwargs: dict, convert: Callable[
     return method(*bound.args, **bound.kwargs)
 
 
-class _Refused:
+class Refused:
     """Stands in for a write path the guard cannot protect: calling it, or reaching into it, raises."""
 
     def __init__(self, what: str, hint: str) -> None:
@@ -85,7 +85,7 @@ class _Refused:
         raise self._error()
 
 
-class _Guarded:
+class GuardedProxy:
     """Delegates everything to the wrapped client object; subclasses intercept what writes vectors.
 
     ``_rewrites`` maps a client method to the name of the converter that rewrites its bound arguments
@@ -114,7 +114,7 @@ class _Guarded:
         if name in ("_inner", "protector"):  # not yet set (copy, pickle): never recurse
             raise AttributeError(name)
         if name in self._refused:
-            return _Refused(f"{type(self._inner).__name__}.{name}", self._refused[name])
+            return Refused(f"{type(self._inner).__name__}.{name}", self._refused[name])
         value = getattr(self._inner, name)
         if name in self._rewrites:
             return self._rewritten(name, value, getattr(self, self._rewrites[name]))
@@ -155,7 +155,7 @@ class _Guarded:
         return self.protector.last_decisions
 
 
-def _inference_error(record_id: str, label: str, value: Any) -> RecordError:
+def inference_error(record_id: str, label: str, value: Any) -> RecordError:
     return RecordError(
         record_id,
         label,
@@ -164,17 +164,17 @@ def _inference_error(record_id: str, label: str, value: Any) -> RecordError:
     )
 
 
-def _rebuild(original: Any, protected: dict[str, Any]) -> Any:
+def rebuild(original: Any, protected: dict[str, Any]) -> Any:
     """The point's vector value with the protected labels replaced (as lists, for the client)."""
     if "vector" in protected:
-        return _as_list(protected["vector"])
+        return as_list(protected["vector"])
     new = dict(original)
     for name in original:
-        label = _label(name)
+        label = vector_label(name)
         if label in protected:
-            new[name] = _as_list(protected[label])
+            new[name] = as_list(protected[label])
     return new
 
 
-def _as_list(value: Any) -> Any:
+def as_list(value: Any) -> Any:
     return value.tolist() if isinstance(value, np.ndarray) else value

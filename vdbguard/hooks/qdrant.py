@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vdbguard.errors import VdbguardError
-from vdbguard.hooks.protector import Item, _is_vector, _label
-from vdbguard.hooks.proxy import _as_list, _Guarded, _inference_error, _rebuild
+from vdbguard.hooks.protector import Item, is_vector, vector_label
+from vdbguard.hooks.proxy import GuardedProxy, as_list, inference_error, rebuild
 
 
-class GuardedQdrant(_Guarded):
+class GuardedQdrant(GuardedProxy):
     """``qdrant_client.QdrantClient``: upsert / upload_points / upload_collection / update_vectors /
     batch_update_points are protected; query_points / query_points_groups / query_batch_points queries
     get ``apply_query`` when the transform changes the stored space."""
@@ -47,7 +47,7 @@ class GuardedQdrant(_Guarded):
             items.append(Item(record_id, self._dense(record_id, point.vector), payload=getattr(point, "payload", None)))
         out = self.protector.protect(items, as_lists=True)
         return [
-            p if o is None else p.model_copy(update={"vector": _rebuild(p.vector, o)})
+            p if o is None else p.model_copy(update={"vector": rebuild(p.vector, o)})
             for p, o in zip(points, out, strict=True)
         ]
 
@@ -68,7 +68,7 @@ class GuardedQdrant(_Guarded):
             for i, (pid, row) in enumerate(zip(ids, rows, strict=True))
         ]
         out = self.protector.protect(items, as_lists=True)
-        new_rows = [row if o is None else _rebuild(row, o) for row, o in zip(rows, out, strict=True)]
+        new_rows = [row if o is None else rebuild(row, o) for row, o in zip(rows, out, strict=True)]
         if isinstance(vectors, Mapping):
             new_vectors: Any = {name: [row[name] for row in new_rows] for name in vectors}
         else:
@@ -77,18 +77,18 @@ class GuardedQdrant(_Guarded):
 
     def _dense(self, record_id: str, vector: Any) -> dict[str, Any]:
         """The dense vectors of one point by label: ``vector`` or ``vector['name']``; sparse ones skipped."""
-        if _is_vector(vector):
+        if is_vector(vector):
             return {"vector": vector}
         if isinstance(vector, Mapping):
             dense = {}
             for name, value in vector.items():
-                if _is_vector(value):
+                if is_vector(value):
                     if self.protector.wants(name):
-                        dense[_label(name)] = value
+                        dense[vector_label(name)] = value
                 elif not _is_sparse(value):
-                    raise _inference_error(record_id, _label(name), value)
+                    raise inference_error(record_id, vector_label(name), value)
             return dense
-        raise _inference_error(record_id, "vector", vector)
+        raise inference_error(record_id, "vector", vector)
 
     def _upload_collection(self, a: dict[str, Any]) -> None:
         vectors = a["vectors"]
@@ -108,11 +108,11 @@ class GuardedQdrant(_Guarded):
             for i, (rid, row) in enumerate(zip(record_ids, rows, strict=True))
         ]
         out = self.protector.protect(items, as_lists=True)
-        new_rows = [row if o is None else _rebuild(row, o) for row, o in zip(rows, out, strict=True)]
+        new_rows = [row if o is None else rebuild(row, o) for row, o in zip(rows, out, strict=True)]
         if isinstance(vectors, Mapping):
             a["vectors"] = {name: np.asarray([row[name] for row in new_rows], dtype=np.float32) for name in vectors}
         else:
-            a["vectors"] = [_as_list(v) for v in new_rows]
+            a["vectors"] = [as_list(v) for v in new_rows]
         if ids is not None:
             a["ids"] = ids
         if payload is not None:
@@ -176,7 +176,7 @@ class GuardedQdrant(_Guarded):
         if not self.protector.wants(using):
             return query
         vector = self._query_vector
-        if query is None or _is_vector(query) or isinstance(query, (int, str)) or _is_sparse(query):
+        if query is None or is_vector(query) or isinstance(query, (int, str)) or _is_sparse(query):
             return vector(query)
         if isinstance(query, models.NearestQuery):
             return query.model_copy(update={"nearest": vector(query.nearest)})
@@ -210,7 +210,7 @@ class GuardedQdrant(_Guarded):
     def _query_vector(self, value: Any) -> Any:
         if value is None or isinstance(value, (int, str)) or _is_sparse(value) or type(value).__name__ == "UUID":
             return value  # point ids are looked up in the (already protected) store
-        if _is_vector(value):
+        if is_vector(value):
             return self.protector.query(value).tolist()
         raise VdbguardError(
             f"guard cannot transform a Qdrant query given as {type(value).__name__}",

@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from vdbguard.errors import RecordError, VdbguardError
-from vdbguard.hooks.protector import Item, Protector, _is_vector, _label
-from vdbguard.hooks.proxy import _Guarded, _inference_error, _rebuild, _Refused, _replace
+from vdbguard.hooks.protector import Item, Protector, is_vector, vector_label
+from vdbguard.hooks.proxy import GuardedProxy, Refused, inference_error, rebuild, with_changes
 
 _WEAVIATE_MISSING = (
     "is missing: guard protects only explicit vectors (a server-side vectorizer would store an unprotected one)"
 )
 
 
-class GuardedWeaviateClient(_Guarded):
+class GuardedWeaviateClient(GuardedProxy):
     """A Weaviate v4 client: ``collections.get/use/create`` and ``batch`` come back guarded."""
 
     _attrs: ClassVar[dict[str, str]] = {
@@ -24,13 +24,13 @@ class GuardedWeaviateClient(_Guarded):
     }
 
 
-class GuardedWeaviateCollections(_Guarded):
+class GuardedWeaviateCollections(GuardedProxy):
     _calls: ClassVar[dict[str, str]] = dict.fromkeys(
         ("get", "use", "create", "create_from_dict", "create_from_config"), "GuardedWeaviateCollection"
     )
 
 
-class GuardedWeaviateCollection(_Guarded):
+class GuardedWeaviateCollection(GuardedProxy):
     """A Weaviate collection: ``data``, ``batch`` and the vector queries are guarded."""
 
     _attrs: ClassVar[dict[str, str]] = {
@@ -47,15 +47,15 @@ def _weaviate_item(protector: Protector, record_id: str, vector: Any, properties
     if vector is None:
         raise RecordError(record_id, "vector", _WEAVIATE_MISSING)
     if isinstance(vector, Mapping):
-        dense = {_label(n): v for n, v in vector.items() if protector.wants(n)}
-    elif _is_vector(vector):
+        dense = {vector_label(n): v for n, v in vector.items() if protector.wants(n)}
+    elif is_vector(vector):
         dense = {"vector": vector}
     else:
-        raise _inference_error(record_id, "vector", vector)
+        raise inference_error(record_id, "vector", vector)
     return Item(record_id, dense, payload=properties if isinstance(properties, Mapping) else None)
 
 
-class _WeaviateObjects(_Guarded):
+class _WeaviateObjects(GuardedProxy):
     """What ``data`` and batches share: one object given as ``uuid=, properties=, vector=`` arguments."""
 
     def _one(self, a: dict[str, Any]) -> None:
@@ -63,7 +63,7 @@ class _WeaviateObjects(_Guarded):
         vector = a.get("vector")
         item = _weaviate_item(self.protector, record_id, vector, a.get("properties"))
         out = self.protector.protect([item], as_lists=True)[0]
-        a["vector"] = vector if out is None else _rebuild(vector, out)
+        a["vector"] = vector if out is None else rebuild(vector, out)
 
 
 class GuardedWeaviateData(_WeaviateObjects):
@@ -94,12 +94,12 @@ class GuardedWeaviateData(_WeaviateObjects):
             items.append(_weaviate_item(self.protector, record_id, obj.vector, obj.properties))
         out = self.protector.protect(items, as_lists=True)
         return [
-            obj if p is None else _replace(obj, vector=_rebuild(obj.vector, p))
+            obj if p is None else with_changes(obj, vector=rebuild(obj.vector, p))
             for obj, p in zip(objects, out, strict=True)
         ]
 
 
-class GuardedWeaviateBatchFactory(_Guarded):
+class GuardedWeaviateBatchFactory(GuardedProxy):
     """``collection.batch`` / ``client.batch``: every context it opens (dynamic, fixed_size, ...) is guarded."""
 
     def __getattr__(self, name: str) -> Any:
@@ -115,7 +115,7 @@ class GuardedWeaviateBatchFactory(_Guarded):
         return opened
 
 
-class GuardedWeaviateBatchContext(_Guarded):
+class GuardedWeaviateBatchContext(GuardedProxy):
     def __enter__(self) -> Any:
         return GuardedWeaviateBatch(self._inner.__enter__(), self.protector)
 
@@ -126,7 +126,7 @@ class GuardedWeaviateBatch(_WeaviateObjects):
     _rewrites: ClassVar[dict[str, str]] = {"add_object": "_one"}
 
 
-class GuardedWeaviateQuery(_Guarded):
+class GuardedWeaviateQuery(GuardedProxy):
     """``query``/``generate``/``aggregate``: near_vector and hybrid(vector=) get ``apply_query``
     when the transform changes the stored space; text- and media-based searches are then refused."""
 
@@ -138,7 +138,7 @@ class GuardedWeaviateQuery(_Guarded):
             return value
         if name in self._TEXT_SEARCHES:
             hint = "the store is in the transform's space: embed the query yourself and use near_vector"
-            return _Refused(f"Weaviate {name}", hint)
+            return Refused(f"Weaviate {name}", hint)
         if name in ("near_vector", "hybrid"):
             return self._rewritten(name, value, getattr(self, f"_{name}"))
         return value
@@ -146,7 +146,7 @@ class GuardedWeaviateQuery(_Guarded):
     def _transform(self, vector: Any) -> Any:
         if isinstance(vector, Mapping):
             return {n: self._transform(v) if self.protector.wants(n) else v for n, v in vector.items()}
-        if not _is_vector(vector):
+        if not is_vector(vector):
             raise VdbguardError(f"guard cannot transform a Weaviate query vector given as {type(vector).__name__}")
         return self.protector.query(vector).tolist()
 
