@@ -101,12 +101,11 @@ def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> None:
 def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
     from vdbguard import plugins
 
+    known = plugins.names("reports")
     formats = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-    unknown = [name for name in formats if name not in plugins.names("reports")]
+    unknown = [name for name in formats if name not in known]
     if unknown or not formats:
-        raise click.BadParameter(
-            f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(plugins.names('reports'))}"
-        )
+        raise click.BadParameter(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}")
     return formats
 
 

@@ -71,13 +71,15 @@ class Scanner:
 
     def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ScoreKey, float]]:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
-        vectors = np.stack([record.checked_vector(self.dimension) for record in records])
+        vectors = [record.checked_vector(self.dimension) for record in records]
+        return [_best_scores(self._candidates(row)) for row in self._infer(records, vectors)]
+
+    def _infer(self, records: Sequence[VectorRecord], vectors: Sequence[np.ndarray]) -> list[list[Inference]]:
+        """Every attack on the whole batch at once; one list of inferences (one per attack) per record."""
+        matrix = np.stack(vectors)
         known = [record.source_text for record in records]
-        inferences = [attack.infer(vectors, known_texts=known) for attack in self.attacks]
-        return [
-            _best_scores(self._candidates([per_attack[row] for per_attack in inferences]))
-            for row in range(len(records))
-        ]
+        per_attack = [attack.infer(matrix, known_texts=known) for attack in self.attacks]
+        return [list(row) for row in zip(*per_attack, strict=True)]
 
     def scan(
         self,
@@ -118,11 +120,8 @@ class Scanner:
         state.records_scanned += len(records)
         if not usable:
             return
-        matrix = np.stack(vectors)
-        known = [record.source_text for record in usable]
-        inferences = [attack.infer(matrix, known_texts=known) for attack in self.attacks]
-        for row, record in enumerate(usable):
-            finding = self._finding(record, [per_attack[row] for per_attack in inferences], state)
+        for record, inferences in zip(usable, self._infer(usable, vectors), strict=True):
+            finding = self._finding(record, inferences, state)
             if finding:
                 state.findings.append(finding)
 

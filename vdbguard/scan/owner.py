@@ -12,6 +12,7 @@ record, with or without text, is then judged by its vector alone.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 from collections.abc import Sequence
@@ -100,17 +101,14 @@ def labelled_sample(
     ``LOOK_AHEAD × limit`` records, so a store that keeps no text is not read twice end to end.
     """
     records: list[VectorRecord] = []
-    seen = 0
-    for batch in connector.iter_batches(batch_size=batch_size):
-        for record in batch.records:
-            seen += 1
-            if record.source_text is not None:
-                with contextlib.suppress(RecordError):  # the scan itself reports bad records
-                    record.checked_vector(dimension)
-                    records.append(record)
-            if len(records) >= limit or seen >= LOOK_AHEAD * limit:
-                break
-        if len(records) >= limit or seen >= LOOK_AHEAD * limit:
+    stream = itertools.chain.from_iterable(batch.records for batch in connector.iter_batches(batch_size=batch_size))
+    for record in itertools.islice(stream, LOOK_AHEAD * limit):
+        if record.source_text is None:
+            continue
+        with contextlib.suppress(RecordError):  # the scan itself reports bad records
+            record.checked_vector(dimension)
+            records.append(record)
+        if len(records) >= limit:
             break
     detections = detector.detect_many([record.source_text or "" for record in records])
     return LabelledSample(records, [frozenset(d.pii_type for d in found) for found in detections])
@@ -145,27 +143,26 @@ def calibrate_on_store(
     vectors = l2_normalise(np.stack([record.checked_vector(dimension) for record in sample.records]))
     targets = l2_normalise(align_to.encode([r.source_text or "" for r in sample.records])) if align_to else None
 
-    def attacks_for(rows: np.ndarray) -> list[Attack]:
-        """Every attack as fitted on ``rows`` only: the store probe, and the alignment when there is one."""
+    def attacks_for(rows: np.ndarray) -> tuple[list[Attack], np.ndarray | None]:
+        """Every attack as fitted on ``rows`` only: the store probe, and the alignment map when there is one."""
         probe = _fit_probe(sample, rows, vectors, seed)
         if targets is None:
-            return [probe, *others]
+            return [probe, *others], None
         mapping = ridge_map(vectors[rows], targets[rows])
-        return [probe, *(AlignedAttack(attack, mapping) for attack in others)]
+        return [probe, *(AlignedAttack(attack, mapping) for attack in others)], mapping
 
     folds = np.array_split(np.random.default_rng(seed).permutation(n), PROBE_FOLDS)
     scores: list[dict[ScoreKey, float]] = [{} for _ in range(n)]
     alignment_cosines: list[float] = []
     for k, rows in enumerate(folds):
-        fold_attacks = attacks_for(np.concatenate([fold for j, fold in enumerate(folds) if j != k]))
+        fold_attacks, mapping = attacks_for(np.concatenate([fold for j, fold in enumerate(folds) if j != k]))
         fold_scores = Scanner(fold_attacks, detector, dimension).evidence_scores([sample.records[i] for i in rows])
         for i, row_scores in zip(rows, fold_scores, strict=True):
             scores[i] = row_scores
-        aligned = next((a for a in fold_attacks if isinstance(a, AlignedAttack)), None)
-        if aligned is not None and targets is not None:
-            mapped = l2_normalise(vectors[rows] @ aligned.mapping)
+        if mapping is not None and targets is not None:
+            mapped = l2_normalise(vectors[rows] @ mapping)
             alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
-    final_attacks = attacks_for(np.arange(n))
+    final_attacks, _ = attacks_for(np.arange(n))
     labels = list(sample.labels)
     verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
     report = OwnerCalibration(
