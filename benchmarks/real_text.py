@@ -11,7 +11,9 @@ into ``--cache`` (run ``apt-get update`` once first):
   whom the project's external evaluation may hold.
 
 Modes, on an embedded Chroma store per source (half positives):
-- ``default``: the shipped scan on vectors alone (corpus-trained attacks, ``--owner-calibration off``).
+- ``default``: the shipped scan on vectors alone (corpus-trained attacks, the fused verdict fitted on the
+  real-text calibration split, ``--owner-calibration off``).
+- ``any``: as ``default`` with ``--verdict any``: flagged when any attack passes its own threshold.
 - ``owner``: the store keeps its text for ``--with-text`` records; scored on the records that keep none.
 - ``store``: as ``owner``, with vectors from all-mpnet-base-v2 scanned as ``--embedder store`` (needs the
   ``[mpnet]`` extra); the attacks run aligned into MiniLM's space.
@@ -30,6 +32,7 @@ import re
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from common import bench_parser
@@ -39,7 +42,7 @@ from vdbguard.corpus import looks_like_person_name
 from vdbguard.embedders import Embedder
 from vdbguard.records import VectorRecord
 from vdbguard.scan import scan_collection
-from vdbguard.scan.owner import OFF, CalibrationOptions
+from vdbguard.scan.owner import CalibrationOptions
 
 PACKAGES = ("wordnet-base", "fortunes", "fortunes-min")
 LEFT_OUT_FORTUNES = re.compile(r"(\.dat|\.u8|debian|linux\w*|knghtbrd|perl|-o)$")
@@ -130,12 +133,14 @@ def score(report, truth: dict[str, bool], only: set[str]) -> dict[str, float | i
     def rate(ids: list[str], hits: set[str]) -> float:
         return round(sum(i in hits for i in ids) / max(1, len(ids)), 4)
 
+    negative_types = Counter(t for f in report.findings if f.record_id in set(negatives) for t in f.pii_types)
     return {
         "records": len(only),
         "recall": rate(positives, flagged),
         "false_positive_rate": rate(negatives, flagged),
         "person_recall": rate(positives, person),
         "person_false_positive_rate": rate(negatives, person),
+        "false_positive_types": dict(negative_types.most_common()),
     }
 
 
@@ -189,7 +194,7 @@ def main() -> None:
     parser = bench_parser(__doc__, n=600, with_text=800, seed=0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-realtext-debs"))
-    parser.add_argument("--modes", default="default,owner,store")
+    parser.add_argument("--modes", default="default,any,owner,store")
     parser.add_argument("--profile", default="default")
     parser.add_argument("--target-fpr", type=float, default=0.02)
     parser.add_argument("--inversion-attack", default="bag-of-words")
@@ -214,7 +219,7 @@ def main() -> None:
                 continue
             model = Embedder("all-mpnet-base-v2") if mode == "store" else minilm
             with tempfile.TemporaryDirectory() as tmp:
-                with_text = 0 if mode == "default" else args.with_text
+                with_text = 0 if mode in ("default", "any") else args.with_text
                 truth = build_store(Path(tmp) / "store", texts, model, with_text)
                 started = time.perf_counter()
                 with ChromaConnector(collection="realtext", path=Path(tmp) / "store") as connector:
@@ -224,9 +229,10 @@ def main() -> None:
                         location="benchmark",
                         embedder=None if mode == "store" else model,
                         profile=args.profile,
-                        calibration=OFF
-                        if mode == "default"
+                        calibration=CalibrationOptions(mode="off", target_fpr=args.target_fpr)
+                        if with_text == 0
                         else CalibrationOptions(mode="on", sample=with_text, target_fpr=args.target_fpr),
+                        fused=mode != "any",
                     )
                 bare = {record_id for i, record_id in enumerate(truth) if i >= with_text}
                 row = {"source": source, "mode": mode, **score(report, truth, bare)}

@@ -240,11 +240,20 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     help="Records with text to label for owner-side calibration.",
 )
 @click.option(
+    "--verdict",
+    type=click.Choice(["fused", "any"]),
+    default="fused",
+    show_default=True,
+    help="fused: one stacked model over every attack decides each PII type, its cutoffs set for --target-fpr "
+    "on held-out real text (or on the store's own records, with owner-side calibration). any: a record is "
+    "flagged when any attack passes its own threshold (more recall, many more false positives on real text).",
+)
+@click.option(
     "--target-fpr",
     type=click.FloatRange(0.0, 1.0),
     default=0.02,
     show_default=True,
-    help="Owner-side calibration: share of records without PII that may be flagged.",
+    help="Share of records without PII that the fused verdict may flag.",
 )
 @click.option(
     "--save-calibration",
@@ -274,6 +283,7 @@ def scan(
     show_pii: bool,
     owner_calibration: str,
     calibration_sample: int,
+    verdict: str,
     target_fpr: float,
     save_calibration: Path | None,
     load_calibration: Path | None,
@@ -303,6 +313,7 @@ def scan(
             calibration=CalibrationOptions(
                 owner_calibration, calibration_sample, target_fpr, save_calibration, load_calibration
             ),
+            fused=verdict == "fused",
             progress=progress,
         )
     write_reports(report, out, formats)

@@ -52,7 +52,7 @@ def bare_quality(report, records: list[VectorRecord], truth: dict[str, bool]) ->
     return recall, sum(i in flagged for i in negatives) / len(negatives)
 
 
-def scan(records, embedder, **calibration) -> object:
+def scan(records, embedder, fused: bool = True, **calibration) -> object:
     return scan_collection(
         ListConnector(records),
         connector_name="list",
@@ -60,6 +60,7 @@ def scan(records, embedder, **calibration) -> object:
         embedder=embedder,
         profile="small",
         calibration=CalibrationOptions(**calibration),
+        fused=fused,
     )
 
 
@@ -84,6 +85,25 @@ def test_stacked_verdict_keeps_its_false_positive_rate_on_new_records_and_round_
     assert flagged[truth].mean() >= 0.5  # two standard deviations of separation give ~0.64 at 5%
     again = StackedVerdict.from_json(verdict.to_json())
     assert np.allclose(again.probabilities(fresh)["PERSON"], verdict.probabilities(fresh)["PERSON"])
+
+
+def test_default_scan_decides_by_the_verdict_fitted_on_held_out_real_text(embedder, model_cache: Path) -> None:
+    """No text in the store: one stacked verdict, fitted on the real-text calibration split, decides."""
+    records, truth = store(embedder, n_text=0, n_bare=300)
+    report = scan(records, embedder, mode="off")
+    assert report.calibration is None and {q.mode for q in report.expected_quality} == {"default"}
+    assert list(model_cache.glob(f"models/{embedder.fingerprint}/verdict-*.json"))
+    for finding in report.findings:
+        fused = [e for e in finding.evidence if e.attack == FUSED]
+        assert fused and all(e.score >= e.threshold for e in fused)
+        assert {e.pii_type for e in fused} == set(finding.pii_types)
+    recall, false_positives = bare_quality(report, records, truth)
+    assert recall >= 0.5 and false_positives <= 0.25, (recall, false_positives)
+
+    any_attack = scan(records, embedder, fused=False, mode="off")
+    assert {q.mode for q in any_attack.expected_quality} == {"any"}
+    for finding in any_attack.findings:
+        assert finding.evidence and all(e.attack != FUSED and e.score >= e.threshold for e in finding.evidence)
 
 
 def test_owner_calibration_judges_records_without_text_and_can_be_reused(
@@ -120,9 +140,7 @@ def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_c
         scan(records, embedder, mode="on")
 
 
-def test_store_embedder_scans_the_vectors_of_a_model_it_cannot_run(
-    local_embedder, embedder, model_cache: Path
-) -> None:
+def test_store_embedder_scans_the_vectors_of_a_model_it_cannot_run(local_embedder, embedder, model_cache: Path) -> None:
     """128-d vectors of a model the scan is not told about: probes learn its space, attacks are aligned."""
     records, truth = store(local_embedder)
     report = scan(records, None, mode="auto", sample=WITH_TEXT, target_fpr=SMALL_STORE_FPR)

@@ -6,6 +6,7 @@ version. A second scan against the same embedder loads instead of retraining.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ import numpy as np
 
 from vdbguard.attacks import Attack, load_attack_class
 from vdbguard.cache import cache_root
-from vdbguard.corpus import build_corpus, corpus_hash
+from vdbguard.corpus import LabelledText, build_corpus, corpus_hash
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
@@ -28,15 +29,38 @@ from vdbguard.transforms.base import Transform
 
 @dataclass(frozen=True)
 class TrainingProfile:
+    """How many synthetic (template) and real (placed-PII) sentences of each kind the attacks learn from."""
+
     n_pii: int
     n_clean: int
+    n_real_pii: int = 0
+    n_real_clean: int = 0
+    verdict_records: int = 1500
+    """PII and clean sentences each, from the real-text calibration split, that the fused verdict is fitted on:
+    1,500 clean ones place a 2% cutoff on 30 of them."""
     seed: int = 0
+
+    def corpus(self, user_texts: Sequence[str] = ()) -> list[LabelledText]:
+        return build_corpus(
+            self.n_pii,
+            self.n_clean,
+            seed=self.seed,
+            user_texts=user_texts,
+            n_real_pii=self.n_real_pii,
+            n_real_clean=self.n_real_clean,
+        )
 
 
 PROFILES: dict[str, TrainingProfile] = {
-    "default": TrainingProfile(n_pii=6000, n_clean=6000),
-    "small": TrainingProfile(n_pii=800, n_clean=800),
+    "default": TrainingProfile(n_pii=4000, n_clean=4000, n_real_pii=6000, n_real_clean=6000),
+    "small": TrainingProfile(n_pii=800, n_clean=800, n_real_pii=800, n_real_clean=800, verdict_records=400),
 }
+
+
+@functools.lru_cache(maxsize=4)
+def training_digest(profile: TrainingProfile | str) -> str:
+    """The hash of the corpus a profile's attacks learn from (without user texts): keys what depends on them."""
+    return corpus_hash((PROFILES[profile] if isinstance(profile, str) else profile).corpus())
 
 
 def _defense_key(defense: Transform) -> str:
@@ -61,7 +85,7 @@ def trained_attacks(
     profile = PROFILES[profile] if isinstance(profile, str) else profile
     progress = progress or Silent()
     cache = cache_dir or cache_root()
-    corpus = build_corpus(profile.n_pii, profile.n_clean, seed=profile.seed, user_texts=user_texts)
+    corpus = profile.corpus(user_texts)
     digest = corpus_hash(corpus)
     embeddings: np.ndarray | None = None
     attacks = []

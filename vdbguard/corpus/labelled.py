@@ -14,7 +14,7 @@ from typing import Literal
 
 from vdbguard.pii import PiiType
 
-Source = Literal["synthetic-pii", "synthetic-clean", "human", "user"]
+Source = Literal["synthetic-pii", "synthetic-clean", "human", "real-pii", "real-clean", "user"]
 Split = Literal["train", "holdout"]
 
 DEFAULT_LOCALES: tuple[str, ...] = ("en_US", "en_GB", "en_CA", "en_AU", "en_IE")

@@ -243,9 +243,7 @@ def _compare(sample: np.ndarray, probes: np.ndarray, anisotropy: float) -> dict[
     return {k: round(float(v), 4) for k, v in out.items()}
 
 
-def _match(
-    name: str, sample: np.ndarray, stats: Mapping[str, float], embedders: Mapping[str, Embedder]
-) -> ModelMatch:
+def _match(name: str, sample: np.ndarray, stats: Mapping[str, float], embedders: Mapping[str, Embedder]) -> ModelMatch:
     try:
         path = resolve_model_path(name)
     except VdbguardError as exc:

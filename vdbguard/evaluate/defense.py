@@ -28,7 +28,6 @@ import numpy as np
 from vdbguard.attacks import Attack
 from vdbguard.attacks.bag_of_words import content_words
 from vdbguard.attacks.training import PROFILES, trained_attacks
-from vdbguard.corpus import build_corpus
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
 from vdbguard.evaluate.data import EvalItem
@@ -102,7 +101,7 @@ def fit_on_corpus(
     flatter both utility and leakage; this is the sample a user without labels of their own would use.
     """
     settings = PROFILES[profile]
-    corpus = build_corpus(settings.n_pii, settings.n_clean, seed=settings.seed)
+    corpus = settings.corpus()
     vectors = embed_corpus(embedder, corpus, progress)
     return transform.fit(vectors, concept_labels(corpus, DEFAULT_CONCEPT))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from vdbguard.attacks import DEFAULT_ATTACKS
-from vdbguard.attacks.training import TrainingProfile, trained_attacks
+from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks, training_digest
 from vdbguard.connectors.base import Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
@@ -21,6 +21,7 @@ from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.engine import Scanner, summarise
+from vdbguard.scan.fused import packaged_verdict
 from vdbguard.scan.owner import AUTO, CalibrationOptions, owner_calibration
 from vdbguard.scan.quality import expected_quality
 
@@ -71,6 +72,7 @@ def scan_collection(
     mask_pii: bool = True,
     detector: str = DEFAULT_DETECTOR,
     calibration: CalibrationOptions = AUTO,
+    fused: bool = True,
     progress: ProgressSink | None = None,
 ) -> Report:
     """Scan every record of the collection and return the report.
@@ -78,7 +80,9 @@ def scan_collection(
     With ``calibration`` (default ``auto``) and a store that keeps its text, the probes and a verdict
     over every attack are first fitted on the store's own labelled records (see ``scan.owner``).
     ``embedder=None`` is a store made by a model that cannot run here: calibration is then required,
-    and the packaged attacks run on the store's vectors mapped into the default model's space.
+    and the packaged attacks run on the store's vectors mapped into the default model's space. Without
+    calibration, ``fused`` decides each type by the stacked verdict fitted on held-out real text
+    (``scan.fused``); ``fused=False`` flags whatever any attack scores over its own threshold.
     """
     info = connector.describe()
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
@@ -116,6 +120,17 @@ def scan_collection(
     verdict = None
     if calibrated is not None:
         attacks, verdict = calibrated.attacks, calibrated.verdict
+    elif fused:
+        settings = PROFILES[profile] if isinstance(profile, str) else profile
+        verdict = packaged_verdict(
+            attacks,
+            pii_detector,
+            model,
+            calibration.target_fpr,
+            training_digest=training_digest(settings),
+            records=settings.verdict_records,
+            progress=progress,
+        )
     scanner = Scanner(attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict)
     safe_location = redact_location(location)
     state = scanner.scan(
@@ -148,6 +163,6 @@ def scan_collection(
         record_problems=state.problems,
         calibration=None if calibrated is None else calibrated.report,
         expected_quality=expected_quality(
-            "default" if calibrated is None else "store" if embedder is None else "owner"
+            ("default" if fused else "any") if calibrated is None else "store" if embedder is None else "owner"
         ),
     )

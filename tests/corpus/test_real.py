@@ -1,0 +1,78 @@
+"""The real-text corpus: exact labels, sources split apart, the same frames on both sides of the boundary."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.resources
+import json
+
+import pytest
+
+from vdbguard.corpus import build_corpus
+from vdbguard.corpus.real import (
+    CALIBRATION_SOURCES,
+    PERSON_FRAMES,
+    TRAIN_SOURCES,
+    real_corpus,
+    real_sentences,
+)
+from vdbguard.pii import PiiType
+
+
+@pytest.fixture(scope="module")
+def train_items():
+    return real_corpus(600, 600, seed=1)
+
+
+def test_every_label_points_at_its_value_in_the_text(train_items) -> None:
+    pii = [item for item in train_items if item.pii]
+    assert len(pii) == 600
+    for item in pii:
+        assert item.pii == frozenset(item.values)
+        assert all(value and value in item.text for values in item.values.values() for value in values), item
+    assert {t for item in pii for t in item.pii} == set(PiiType)
+
+
+def test_clean_items_carry_no_labels_and_share_the_person_frames(train_items) -> None:
+    clean = [item for item in train_items if not item.pii]
+    assert len(clean) == 600 and all(item.source == "real-clean" and not item.values for item in clean)
+    credit_words = {frame.split("{x}")[0].replace("{s}", "").strip() for frame in PERSON_FRAMES}
+    credit_words.discard("")
+
+    def framed(items):
+        return sum(any(word in item.text for word in credit_words) for item in items)
+
+    assert framed(clean) > 50
+    assert framed([item for item in train_items if item.pii == {PiiType.PERSON}]) > 50
+
+
+def test_splits_never_share_a_source_or_a_sentence() -> None:
+    assert not TRAIN_SOURCES & CALIBRATION_SOURCES
+    train, calibration = set(real_sentences("train")), set(real_sentences("calibration"))
+    assert len(train) > 5000 and len(calibration) > 5000
+    assert not train & calibration
+
+
+def test_deterministic_per_seed() -> None:
+    assert real_corpus(50, 50, seed=3) == real_corpus(50, 50, seed=3)
+    assert [i.text for i in real_corpus(50, 50, seed=3)] != [i.text for i in real_corpus(50, 50, seed=4)]
+    assert real_corpus(50, 50, seed=3, split="calibration") != real_corpus(50, 50, seed=3)
+
+
+def test_the_shipped_text_names_nobody() -> None:
+    """Credits ship as templates: every name and email replaced by a placeholder."""
+    path = importlib.resources.files("vdbguard.data").joinpath("real_text.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:  # type: ignore[arg-type]
+        rows = [json.loads(line) for line in handle]
+    assert {row["source"] for row in rows} == TRAIN_SOURCES | CALIBRATION_SOURCES
+    assert all("@" not in row["text"] for row in rows)
+    credits = [row["text"] for row in rows if row["kind"] == "credit"]
+    assert credits and all("{name}" in text for text in credits)
+
+
+def test_build_corpus_adds_real_sentences_for_training_only() -> None:
+    corpus = build_corpus(20, 20, seed=0, n_real_pii=30, n_real_clean=40)
+    sources = [item.source for item in corpus]
+    assert sources.count("real-pii") == 30 and sources.count("real-clean") == 40
+    with pytest.raises(ValueError, match="training only"):
+        build_corpus(20, 20, seed=0, split="holdout", n_real_pii=5)

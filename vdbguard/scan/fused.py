@@ -1,0 +1,80 @@
+"""The default verdict: one stacked model over every attack, fitted on real text the attacks never saw.
+
+Without owner-side calibration the scan still decides each PII type once per record. The attacks score
+the calibration split of :mod:`vdbguard.corpus.real` (other packages' prose, other Faker locales than
+training) and template sentences from another seed, by the vectors alone, and
+:class:`~vdbguard.scan.verdict.StackedVerdict` is fitted on those scores with cutoffs at the stated
+false-positive rate. Cached beside the trained attacks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from vdbguard.attacks import Attack
+from vdbguard.cache import cache_root
+from vdbguard.corpus import corpus_hash
+from vdbguard.corpus.embedded import embed_corpus
+from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii
+from vdbguard.corpus.real import real_corpus
+from vdbguard.detectors.base import Detector
+from vdbguard.embedders import Embedder
+from vdbguard.progress import ProgressSink, Silent
+from vdbguard.records import VectorRecord
+from vdbguard.scan.engine import Scanner
+from vdbguard.scan.verdict import StackedVerdict
+
+VERSION = 2
+
+
+def packaged_verdict(
+    attacks: Sequence[Attack],
+    detector: Detector,
+    embedder: Embedder,
+    target_fpr: float,
+    *,
+    training_digest: str,
+    cache_dir: Path | None = None,
+    progress: ProgressSink | None = None,
+    records: int,
+) -> StackedVerdict:
+    """The stacked verdict for these attacks on ``embedder``, from the cache or fitted now.
+
+    ``records`` real PII and as many real clean sentences are scored, plus a third as many of each from the
+    templates (another seed than training and the demo): stores hold both kinds of text.
+    ``training_digest`` (the hash of the corpus the attacks learned from) keys the cache, so retrained
+    attacks get a refitted verdict.
+    """
+    templated = records // 3
+    corpus = [
+        *real_corpus(records, records, seed=0, split="calibration"),
+        *synthetic_pii(templated, seed=derive_seed(0, "verdict")),
+        *synthetic_clean(templated, seed=derive_seed(0, "verdict")),
+    ]
+    identity = {
+        "version": VERSION,
+        "attacks": [(a.name, a.version, a.threshold) for a in attacks],
+        "detector": type(detector).__name__,
+        "training": training_digest,
+        "calibration": corpus_hash(corpus),
+        "target_fpr": target_fpr,
+    }
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    path = (cache_dir or cache_root()) / "models" / embedder.fingerprint / f"verdict-{key}.json"
+    if path.exists():
+        return StackedVerdict.from_json(json.loads(path.read_text()))
+    embeddings = embed_corpus(embedder, corpus, progress, cache_dir)
+    vectors = [VectorRecord(id=str(i), vector=v) for i, v in enumerate(embeddings)]
+    with (progress or Silent()).task("Fitting the verdict on held-out real text", None):
+        scores = Scanner(attacks, detector, embedder.dimension).evidence_scores(vectors)
+        verdict = StackedVerdict.fit(scores, [item.pii for item in corpus], target_fpr)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".json", delete=False) as handle:
+        json.dump(verdict.to_json(), handle)
+    os.replace(handle.name, path)
+    return verdict
