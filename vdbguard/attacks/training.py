@@ -58,9 +58,14 @@ PROFILES: dict[str, TrainingProfile] = {
 
 
 @functools.lru_cache(maxsize=4)
+def _profile_corpus(profile: TrainingProfile) -> tuple[LabelledText, ...]:
+    """Built once per process: the scan needs it for training and again for the verdict's cache key."""
+    return tuple(profile.corpus())
+
+
 def training_digest(profile: TrainingProfile | str) -> str:
     """The hash of the corpus a profile's attacks learn from (without user texts): keys what depends on them."""
-    return corpus_hash((PROFILES[profile] if isinstance(profile, str) else profile).corpus())
+    return corpus_hash(_profile_corpus(PROFILES[profile] if isinstance(profile, str) else profile))
 
 
 def _defense_key(defense: Transform) -> str:
@@ -85,7 +90,7 @@ def trained_attacks(
     profile = PROFILES[profile] if isinstance(profile, str) else profile
     progress = progress or Silent()
     cache = cache_dir or cache_root()
-    corpus = profile.corpus(user_texts)
+    corpus = profile.corpus(user_texts) if user_texts else list(_profile_corpus(profile))
     digest = corpus_hash(corpus)
     embeddings: np.ndarray | None = None
     attacks = []
