@@ -35,8 +35,8 @@ from vdbguard.corpus import LabelledText, human_sentences, synthetic_clean, synt
 from vdbguard.embedders import Embedder
 from vdbguard.pii import PiiType
 
-INVERSIONS = ("bag-of-words", "gradient", "slot-search", "generative", "vec2text")
-SLOW = frozenset({"gradient", "vec2text"})  # about 1 record/s or less: they run on the first --slow-n rows
+INVERSIONS = ("bag-of-words", "gradient", "slot-search", "generative", "vec2text", "adversarial-decoding")
+SLOW = frozenset({"gradient", "vec2text", "adversarial-decoding"})  # ~1 record/s or less: the first --slow-n rows only
 OTHERS = ("pii-probe", "attribute-probe", "secret-exposure", "membership", "throughput")
 HELDOUT_LOCALES = ("en_NZ", "en_IN")
 MAX_TOKENS = 32

@@ -380,20 +380,27 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_o
 @main.command("evaluate-attacks")
 @click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
 @click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
-@click.option("--attack", "attack_name", default="strongest", show_default=True, help="An inversion attack.")
+@click.option(
+    "--attack",
+    "attack_name",
+    default="strongest",
+    show_default=True,
+    help="An inversion attack; strongest: the best measured token F1 for --embedder (each run here is kept).",
+)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Where to write the metrics JSON.")
 @friendly_errors
 def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, out: Path) -> None:
     """Measure an inversion attack on your held-out texts (it sees only their embeddings)."""
     from vdbguard.attacks import load_attack_class
+    from vdbguard.attacks.quality import record_quality
     from vdbguard.attacks.training import trained_attacks
     from vdbguard.evaluate.data import load_jsonl
     from vdbguard.evaluate.inversion import evaluate_inversion
     from vdbguard.progress import RichProgress
 
     items = load_jsonl(data)
-    attack_cls = load_attack_class(attack_name)
+    attack_cls = load_attack_class(attack_name, embedder)
     if attack_cls.kind != "inversion":
         raise VdbguardError(
             f"{attack_cls.name} does not recover text", "pick an inversion attack: vdbguard attacks list"
@@ -405,6 +412,7 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
     training_seconds = round(time.perf_counter() - started, 2)
     metrics = evaluate_inversion(attack, model, items)
     metrics["training_seconds"] = training_seconds
+    record_quality(embedder, attack_cls.name, metrics)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2))
     click.echo(json.dumps(metrics, indent=2))

@@ -42,7 +42,7 @@ def test_evaluate_attacks_writes_the_contracted_metrics(tmp_path: Path, small_at
     ]
     data.write_text("\n".join(json.dumps(r) for r in rows))
     out = tmp_path / "m.json"
-    # bag-of-words is cached by `small_attacks`; `strongest` (vec2text) would train for minutes
+    # bag-of-words is cached by `small_attacks`; `strongest` would run a deep attack for minutes
     args = ["evaluate-attacks", "--data", str(data), "--attack", "bag-of-words", "--profile", "small"]
     args += ["--out", str(out)]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -54,6 +54,10 @@ def test_evaluate_attacks_writes_the_contracted_metrics(tmp_path: Path, small_at
     assert metrics["n"] == 3
     assert 0.0 <= metrics["token_f1"] <= 1.0 and -1.0 <= metrics["cosine"] <= 1.0
     assert metrics["first_name"] is not None
+    assert metrics["encoder_queries_per_record"] == 0  # bag-of-words never re-embeds a guess
+    from vdbguard.attacks.quality import measured_quality
+
+    assert measured_quality("all-MiniLM-L6-v2")["bag-of-words"]["n"] == 3  # kept for `--attack strongest`
 
 
 def test_probe_attacks_are_refused_by_the_inversion_harness(tmp_path: Path) -> None:

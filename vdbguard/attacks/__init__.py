@@ -16,13 +16,18 @@ def attack_classes() -> dict[str, type[Attack]]:
     return plugins.loaded("attacks")
 
 
-def strongest_inversion() -> str:
-    """The registered inversion attack with the highest ``rank``."""
+def strongest_inversion(embedder: str | None = None) -> str:
+    """The installed inversion attack with the best measured token F1 on ``embedder`` (see
+    :mod:`vdbguard.attacks.quality`); with nothing measured for it, the one with the highest ``rank``."""
+    from vdbguard.attacks.quality import best_measured
+
     inversions = {name: cls for name, cls in attack_classes().items() if cls.kind == "inversion"}
     if not inversions:
         raise VdbguardError("no inversion attack is installed")
-    return max(inversions, key=lambda name: inversions[name].rank)
+    measured = best_measured(embedder, set(inversions)) if embedder else None
+    return measured or max(inversions, key=lambda name: inversions[name].rank)
 
 
-def load_attack_class(name: str) -> type[Attack]:
-    return plugins.load("attacks", strongest_inversion() if name == "strongest" else name)
+def load_attack_class(name: str, embedder: str | None = None) -> type[Attack]:
+    """The attack class registered as ``name``; "strongest" is resolved for ``embedder``."""
+    return plugins.load("attacks", strongest_inversion(embedder) if name == "strongest" else name)

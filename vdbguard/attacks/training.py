@@ -95,7 +95,7 @@ def trained_attacks(
     embeddings: np.ndarray | None = None
     attacks = []
     for name in attack_names:
-        cls = load_attack_class(name)
+        cls = load_attack_class(name, embedder.name)
         name = cls.name  # "strongest" resolves to a real attack, and caches under that attack's name
         suffix = f"-{_defense_key(defense)}" if defense is not None else ""
         directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{digest[:16]}{suffix}"

@@ -24,6 +24,7 @@ def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalI
     import sacrebleu
 
     started = time.perf_counter()
+    queries_before = attack.encoder_queries
     references = [item.text for item in items]
     targets = embedder.encode(references)
     predictions = [inference.recovered_text for inference in attack.infer(targets)]
@@ -48,4 +49,6 @@ def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalI
         "last_name": _rate(last),
         "full_name": _rate(full),
         "seconds": round(time.perf_counter() - started, 2),
+        "seconds_per_record": round((time.perf_counter() - started) / max(len(items), 1), 3),
+        "encoder_queries_per_record": round((attack.encoder_queries - queries_before) / max(len(items), 1), 1),
     }

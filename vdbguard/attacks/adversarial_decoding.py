@@ -1,0 +1,236 @@
+"""Zero-shot inversion by adversarial decoding (ZSInvert: Zhang, Morris & Shmatikov, "Universal Zero-shot
+Embedding Inversion", 2025): a language model proposes, the target embedder chooses.
+
+SmolLM2-135M-Instruct (offline, see :mod:`vdbguard.attacks.decoder`) is asked for a short sentence. At each
+step every beam's ``top_k`` most likely next tokens are appended, all candidates are re-embedded by the
+target embedder in one batch, and the ``beam_width`` closest to the target vector survive; the language
+model's key/value cache is reordered with them, so a step costs one token per beam. The hypothesis with the
+highest cosine at any step wins. Then ``refine_rounds`` rounds ask the model to rewrite the best hypothesis
+and search again (ZSInvert's paraphrase refinement); a rewrite is kept only if it is closer.
+
+Seeds: when the embedder's weights are at hand, white-box gradient inversion
+(:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
+for a sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
+Nothing is trained for an embedder: ``fit`` does nothing.
+
+Budgets per record: ``max_queries`` encoder queries and ``max_seconds`` of search (0 = none). The queries
+each record cost are counted in ``encoder_queries``.
+
+Word scores: each recovered word is scored by how much leaving it out lowers the recovery's cosine, mapped
+through the calibration measured for gradient inversion's words (:func:`~vdbguard.attacks.gradient.word_score`),
+which uses the same leave-one-out signal.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
+from vdbguard.attacks.gradient import GradientInversion, word_score
+from vdbguard.corpus import LabelledText
+from vdbguard.errors import VdbguardError
+
+_PROMPT = "<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
+_WORD = re.compile(r"\S+")
+
+
+@functools.lru_cache(maxsize=1)
+def _language_model():  # -> transformers.LlamaForCausalLM, all 30 layers
+    from vdbguard.attacks.decoder import decoder_config
+
+    return load_decoder(tuple(range(int(decoder_config()["num_hidden_layers"]))))
+
+
+class AdversarialDecoding(Attack):
+    """ZSInvert-style beam search guided by the target embedder; see the module docstring."""
+
+    name: ClassVar[str] = "adversarial-decoding"
+    description: ClassVar[str] = (
+        "ZSInvert 2025 zero-shot inversion: SmolLM2 proposes, the target embedder keeps the closest beams"
+    )
+    version: ClassVar[int] = 1
+    kind: ClassVar[str] = "inversion"
+    rank: ClassVar[int] = 25
+    settings = (
+        "beam_width",
+        "top_k",
+        "max_tokens",
+        "refine_rounds",
+        "seed_words",
+        "seed_steps",
+        "max_queries",
+        "max_seconds",
+        "threads",
+        "threshold",
+    )
+
+    def __init__(
+        self,
+        beam_width: int = 5,
+        top_k: int = 20,
+        max_tokens: int = 24,
+        refine_rounds: int = 1,
+        seed_words: int = 8,
+        seed_steps: int = 100,
+        max_queries: int = 0,
+        max_seconds: float = 0.0,
+        threads: int = 0,
+        threshold: float = 0.5,
+    ) -> None:
+        if beam_width < 1 or top_k < 1 or max_tokens < 1:
+            raise ValueError(f"beam_width, top_k and max_tokens must be >= 1, got {beam_width}, {top_k}, {max_tokens}")
+        self.beam_width = beam_width
+        self.top_k = top_k
+        self.max_tokens = max_tokens
+        self.refine_rounds = refine_rounds
+        self.seed_words = seed_words
+        self.seed_steps = seed_steps
+        self.max_queries = max_queries
+        self.max_seconds = max_seconds
+        self.threads = threads
+        self.threshold = threshold
+
+    def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
+        """Nothing to train: the language model proposes and the target embedder scores."""
+
+    def save(self, directory: Path) -> None:
+        self.write_config(directory)
+
+    @classmethod
+    def load(cls, directory: Path) -> AdversarialDecoding:
+        return cls.from_config(directory)[0]
+
+    def metrics(self) -> dict[str, float]:
+        return {"beam_width": self.beam_width, "top_k": self.top_k, "max_tokens": self.max_tokens}
+
+    # ----- inference ---------------------------------------------------------------------------------
+
+    def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
+        if len(vectors) == 0:
+            return []
+        if self.embedder is None:
+            raise VdbguardError("adversarial decoding needs the target embedder bound before infer()")
+        targets = l2_normalise(vectors)
+        if targets.shape[1] != self.embedder.dimension:
+            raise VdbguardError(
+                f"vectors have {targets.shape[1]} dimensions but {self.embedder.name} makes {self.embedder.dimension}",
+                "run the attack with the embedder that made the vectors (or through an alignment map)",
+            )
+        with torch_threads(self.threads or None):
+            seeds = self._seeds(targets)
+            return [self._invert(target, seed) for target, seed in zip(targets, seeds, strict=True)]
+
+    def _seeds(self, targets: np.ndarray) -> list[list[str]]:
+        """Words from white-box gradient inversion, when the embedder's weights allow it."""
+        if not self.seed_words:
+            return [[] for _ in targets]
+        gradient = GradientInversion(steps=self.seed_steps, threads=self.threads)
+        gradient.embedder = self.embedder
+        try:
+            found = gradient.infer(targets)
+        except VdbguardError:  # not a white-box model: search unseeded
+            return [[] for _ in targets]
+        return [inference.recovered_text.split()[: self.seed_words] for inference in found]
+
+    def _invert(self, target: np.ndarray, seed: list[str]) -> Inference:
+        search = _Search(self, target)
+        if seed:
+            search.consider([" ".join(seed)])
+        request = "Write a short sentence" + (f" that uses these words: {', '.join(seed)}." if seed else ".")
+        search.decode(request)
+        for _ in range(self.refine_rounds):
+            if search.exhausted():
+                break
+            search.decode(f"Rewrite this sentence: {search.best_text}")
+        self.encoder_queries += search.queries
+        return self._scored(search)
+
+    def _scored(self, search: _Search) -> Inference:
+        """The best hypothesis, each word scored by how much the cosine drops without it."""
+        words = _WORD.findall(search.best_text)
+        if not words:
+            return Inference()
+        if len(words) == 1:
+            drops = [search.best_cosine]
+        else:
+            variants = [" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))]
+            drops = [search.best_cosine - float(c) for c in search.cosines(variants)]
+            self.encoder_queries += len(variants)
+        scored: dict[str, float] = {}
+        for word, drop in zip(words, drops, strict=True):
+            key = word.strip(".,;:!?\"'()").lower()
+            if key:
+                scored[key] = max(word_score(drop), scored.get(key, 0.0))
+        tokens = tuple(sorted(scored.items(), key=lambda item: -item[1]))
+        return Inference(recovered_text=search.best_text, recovered_tokens=tokens)
+
+
+class _Search:
+    """One record's search state: the best hypothesis so far and what it has cost."""
+
+    def __init__(self, attack: AdversarialDecoding, target: np.ndarray) -> None:
+        self.attack = attack
+        self.target = target
+        self.best_text = ""
+        self.best_cosine = -2.0
+        self.queries = 0
+        self.started = time.perf_counter()
+
+    def exhausted(self) -> bool:
+        attack = self.attack
+        over_queries = bool(attack.max_queries) and self.queries >= attack.max_queries
+        over_time = bool(attack.max_seconds) and time.perf_counter() - self.started >= attack.max_seconds
+        return over_queries or over_time
+
+    def cosines(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.attack.embedder is not None
+        return self.attack.embedder.encode(list(texts)) @ self.target
+
+    def consider(self, texts: Sequence[str]) -> np.ndarray:
+        """Re-embed candidates, count the queries, and keep the closest as the best if it beats it."""
+        scores = self.cosines(texts)
+        self.queries += len(texts)
+        top = int(np.argmax(scores))
+        if float(scores[top]) > self.best_cosine and texts[top].strip():
+            # a byte-level token that splits a character shows as U+FFFD until the next one completes it
+            self.best_text, self.best_cosine = texts[top].replace("\ufffd", "").strip(), float(scores[top])
+        return scores
+
+    def decode(self, request: str) -> None:
+        """Beam search from the model's answer to ``request``, scored by cosine to the target."""
+        attack = self.attack
+        model, tokenizer = _language_model(), load_tokenizer()
+        prompt = tokenizer(_PROMPT.format(request=request), return_tensors="pt").input_ids
+        with torch.inference_mode():
+            output = model(prompt, use_cache=True)
+        beams: list[list[int]] = [[]]
+        for _ in range(attack.max_tokens):
+            if self.exhausted():
+                break
+            proposals = output.logits[:, -1].float().topk(attack.top_k, dim=-1).indices.tolist()
+            by_text: dict[str, tuple[list[int], int]] = {}
+            for beam, (sequence, tokens) in enumerate(zip(beams, proposals, strict=True)):
+                for token in tokens:
+                    if token == EOS_ID:
+                        continue
+                    candidate = [*sequence, token]
+                    by_text.setdefault(tokenizer.decode(candidate, skip_special_tokens=True), (candidate, beam))
+            if not by_text:
+                break
+            texts = list(by_text)
+            scores = self.consider(texts)
+            keep = np.argsort(-scores, kind="stable")[: attack.beam_width]
+            beams = [by_text[texts[i]][0] for i in keep]
+            output.past_key_values.reorder_cache(torch.tensor([by_text[texts[i]][1] for i in keep]))
+            step = torch.tensor([[sequence[-1]] for sequence in beams])
+            with torch.inference_mode():
+                output = model(step, past_key_values=output.past_key_values, use_cache=True)
