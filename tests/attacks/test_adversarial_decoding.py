@@ -72,4 +72,7 @@ def test_without_local_runs_the_packaged_benchmark_decides(tmp_path: Path, monke
 
     monkeypatch.setenv("VDBGUARD_CACHE_DIR", str(tmp_path))
     packaged = measured_quality("all-MiniLM-L6-v2")
-    assert strongest_inversion("all-MiniLM-L6-v2") == max(packaged, key=lambda name: packaged[name]["token_f1"])
+    best = max(packaged, key=lambda name: packaged[name]["token_f1"])
+    assert strongest_inversion("all-MiniLM-L6-v2") == best
+    record_quality("all-MiniLM-L6-v2", best, {"token_f1": 0.0, "cosine": 0.0, "n": 3})  # too few to overrule
+    assert strongest_inversion("all-MiniLM-L6-v2") == best

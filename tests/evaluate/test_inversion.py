@@ -55,9 +55,10 @@ def test_evaluate_attacks_writes_the_contracted_metrics(tmp_path: Path, small_at
     assert 0.0 <= metrics["token_f1"] <= 1.0 and -1.0 <= metrics["cosine"] <= 1.0
     assert metrics["first_name"] is not None
     assert metrics["encoder_queries_per_record"] == 0  # bag-of-words never re-embeds a guess
-    from vdbguard.attacks.quality import measured_quality
+    from vdbguard.cache import cache_root
 
-    assert measured_quality("all-MiniLM-L6-v2")["bag-of-words"]["n"] == 3  # kept for `--attack strongest`
+    kept = json.loads((cache_root() / "measurements" / "attack-quality.json").read_text())
+    assert kept["all-MiniLM-L6-v2"]["bag-of-words"]["n"] == 3  # kept for `--attack strongest`
 
 
 def test_probe_attacks_are_refused_by_the_inversion_harness(tmp_path: Path) -> None:

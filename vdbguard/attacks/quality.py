@@ -32,9 +32,14 @@ def _read(path: Path) -> Measurements:
 
 
 def measured_quality(embedder: str, cache_dir: Path | None = None) -> dict[str, dict[str, float]]:
-    """Attack name -> its measured metrics on ``embedder`` (packaged, then overridden by local runs)."""
+    """Attack name -> its measured metrics on ``embedder``: a local run on enough records, else the packaged
+    benchmark's, else whatever local run there is."""
     packaged = json.loads(resources.files("vdbguard.data").joinpath("attack_quality.json").read_text())
-    return {**packaged.get(embedder, {}), **_read(_local_path(cache_dir)).get(embedder, {})}
+    merged = dict(packaged.get(embedder, {}))
+    for attack, metrics in _read(_local_path(cache_dir)).get(embedder, {}).items():
+        if metrics.get("n", 0) >= MIN_RECORDS or attack not in merged:
+            merged[attack] = metrics
+    return merged
 
 
 def record_quality(
