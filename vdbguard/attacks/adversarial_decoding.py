@@ -24,7 +24,6 @@ which uses the same leave-one-out signal.
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +39,6 @@ from vdbguard.corpus import LabelledText
 from vdbguard.errors import VdbguardError
 
 _PROMPT = "<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
-_WORD = re.compile(r"\S+")
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,7 +154,7 @@ class AdversarialDecoding(Attack):
 
     def _scored(self, search: _Search) -> Inference:
         """The best hypothesis, each word scored by how much the cosine drops without it."""
-        words = _WORD.findall(search.best_text)
+        words = search.best_text.split()
         if not words:
             return Inference()
         if len(words) == 1:

@@ -8,13 +8,11 @@ its own result under the cache, so a team that measures on its own text gets its
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from vdbguard.cache import cache_root
+from vdbguard.cache import cache_root, write_json_atomic
 
 MIN_RECORDS = 20  # fewer held-out records than this is too noisy to rank attacks by
 Measurements = dict[str, dict[str, dict[str, float]]]  # embedder name -> attack name -> metrics
@@ -50,10 +48,7 @@ def record_quality(
     measurements = _read(path)
     kept = {key: metrics[key] for key in ("token_f1", "cosine", "n") if metrics.get(key) is not None}
     measurements.setdefault(embedder, {})[attack] = kept
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".json", delete=False) as handle:
-        json.dump(measurements, handle, indent=2, sort_keys=True)
-    os.replace(handle.name, path)
+    write_json_atomic(path, measurements, indent=2, sort_keys=True)
 
 
 def best_measured(embedder: str, candidates: set[str], cache_dir: Path | None = None) -> str | None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from vdbguard.attacks import Attack
-from vdbguard.cache import cache_root
+from vdbguard.cache import cache_root, write_json_atomic
 from vdbguard.corpus import corpus_hash
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii
@@ -73,8 +71,5 @@ def packaged_verdict(
     with (progress or Silent()).task("Fitting the verdict on held-out real text", None):
         scores = Scanner(attacks, detector, embedder.dimension).evidence_scores(vectors)
         verdict = StackedVerdict.fit(scores, [item.pii for item in corpus], target_fpr)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".json", delete=False) as handle:
-        json.dump(verdict.to_json(), handle)
-    os.replace(handle.name, path)
+    write_json_atomic(path, verdict.to_json())
     return verdict

@@ -7,12 +7,11 @@ a resume neither skips nor double-counts a record.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vdbguard.cache import write_json_atomic
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Finding, RecordProblem
 
@@ -40,10 +39,7 @@ class ScanState:
             "source_counts": dict(self.source_counts),
             "done": self.done,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
-            json.dump(data, handle)
-        os.replace(handle.name, path)
+        write_json_atomic(path, data)
 
     @classmethod
     def load(cls, path: Path, target: str) -> ScanState:
