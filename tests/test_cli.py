@@ -148,6 +148,7 @@ def test_unknown_connector() -> None:
 def test_attacks_and_connectors_list() -> None:
     code, output = run("attacks", "list")
     assert code == 0 and {"bag-of-words", "pii-probe"} <= set(output.split())
+    assert "(strongest)" in output  # measured quality, not a fixed rank, names the strongest inverter
     code, output = run("connectors", "list")
     assert code == 0 and "chroma" in output and "yes" in output
 

@@ -625,10 +625,15 @@ def _transform_rows() -> Iterable[Sequence[str]]:
 
 
 def _attack_rows() -> Iterable[Sequence[str]]:
-    from vdbguard.attacks import attack_classes
+    from vdbguard.attacks import attack_classes, strongest_inversion
+    from vdbguard.attacks.quality import measured_quality
 
+    measured = measured_quality(DEFAULT_EMBEDDER)
+    strongest = strongest_inversion(DEFAULT_EMBEDDER)
     for name, cls in sorted(attack_classes().items()):
-        yield name, cls.kind, str(cls.rank), cls.description
+        f1 = measured.get(name, {}).get("token_f1")
+        quality = "-" if f1 is None else f"{f1:.2f}" + (" (strongest)" if name == strongest else "")
+        yield name, cls.kind, quality, cls.description
 
 
 def _connector_rows() -> Iterable[Sequence[str]]:
@@ -651,5 +656,10 @@ _plugin_list(
     ("transform", "needs", "strength means", "swept strengths", "what it does"),
     _transform_rows,
 )
-_plugin_list("attacks", "Attack plugins.", ("attack", "kind", "rank", "what it does"), _attack_rows)
+_plugin_list(
+    "attacks",
+    "Attack plugins.",
+    ("attack", "kind", f"token F1 on {DEFAULT_EMBEDDER}, measured", "what it does"),
+    _attack_rows,
+)
 _plugin_list("connectors", "Store connectors.", ("connector", "extra", "installed", "install with"), _connector_rows)

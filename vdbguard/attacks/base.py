@@ -49,7 +49,7 @@ class Attack(ABC):
     description: ClassVar[str]
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"  # "inversion" recovers text; "probe" scores attributes
-    rank: ClassVar[int] = 0  # `--attack strongest` picks the inversion attack with the highest rank
+    rank: ClassVar[int] = 0  # `--attack strongest` falls back to the highest rank for embedders nobody measured
     threshold: float
     _metrics: dict[str, float]
     # constructor arguments that save() keeps under their own names and load() passes back
