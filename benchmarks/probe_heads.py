@@ -22,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
 from vdbguard.attacks.base import l2_normalise
-from vdbguard.attacks.training import PROFILES, _profile_corpus
+from vdbguard.attacks.training import PROFILES
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii
 from vdbguard.corpus.real import real_corpus
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-realtext-debs"))
     args = parser.parse_args()
     embedder = Embedder("all-MiniLM-L6-v2")
-    train = list(_profile_corpus(PROFILES["default"]))
+    train = PROFILES["default"].corpus()
     calibration = [
         *real_corpus(1500, 1500, seed=0, split="calibration"),
         *synthetic_pii(500, seed=derive_seed(0, "verdict")),

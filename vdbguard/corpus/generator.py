@@ -77,7 +77,7 @@ class _Person:
 
 
 @dataclass
-class _Sentence:
+class SentenceState:
     """Per-sentence state: one value per (type, index), reused wherever that slot appears twice."""
 
     rng: random.Random
@@ -110,13 +110,13 @@ class _Sentence:
 # ----- value makers ---------------------------------------------------------------------------------
 
 
-def _title(s: _Sentence, person: _Person) -> str:
+def _title(s: SentenceState, person: _Person) -> str:
     """A title matching the person's gender (rarely "Mx"), dotted in North America as usual there."""
     title = "Mx" if s.rng.random() < 0.05 else s.rng.choice(TITLES_FEMALE if person.female else TITLES_MALE)
     return f"{title}." if s.locale in ("en_US", "en_CA") and title != "Miss" else title
 
 
-def _full_name(s: _Sentence, idx: str) -> str:
+def _full_name(s: SentenceState, idx: str) -> str:
     p, rng = s.person(idx), s.rng
     r = rng.random()
     if r < 0.6:
@@ -130,7 +130,7 @@ def _full_name(s: _Sentence, idx: str) -> str:
     return p.first
 
 
-def _email(s: _Sentence, idx: str) -> str:
+def _email(s: SentenceState, idx: str) -> str:
     rng = s.rng
     if rng.random() < 0.5:  # derived from the sentence's person, like real address books
         p = s.person(idx)
@@ -150,7 +150,7 @@ def _email(s: _Sentence, idx: str) -> str:
     return str(s.fake.email())
 
 
-def _phone(s: _Sentence) -> str:
+def _phone(s: SentenceState) -> str:
     rng = s.rng
     if s.locale in ("en_US", "en_CA") and rng.random() < 0.7:
         a, b, c = rng.randint(201, 989), rng.randint(200, 999), rng.randint(0, 9999)
@@ -159,7 +159,7 @@ def _phone(s: _Sentence) -> str:
     return " ".join(str(s.fake.phone_number()).split())
 
 
-def _ssn(s: _Sentence) -> str:
+def _ssn(s: SentenceState) -> str:
     rng = s.rng
     area = rng.randint(1, 898)
     area += area >= 666  # 666 is never issued
@@ -168,7 +168,7 @@ def _ssn(s: _Sentence) -> str:
     return f"{area:03d}{sep}{group:02d}{sep}{serial:04d}"
 
 
-def _dob(s: _Sentence) -> str:
+def _dob(s: SentenceState) -> str:
     d = s.fake.date_of_birth(minimum_age=18, maximum_age=90)
     rng, mon = s.rng, MONTHS[d.month - 1]
     us = s.locale in ("en_US", "en_CA")
@@ -185,12 +185,12 @@ def _dob(s: _Sentence) -> str:
     )
 
 
-def _address(s: _Sentence) -> str:
+def _address(s: SentenceState) -> str:
     raw = str(s.fake.address()) if s.rng.random() < 0.8 else f"{s.fake.street_address()}, {s.fake.city()}"
     return " ".join(raw.replace("\n", ", ").split())
 
 
-def _account(s: _Sentence) -> str:
+def _account(s: SentenceState) -> str:
     rng = s.rng
     r = rng.random()
     if r < 0.4:
@@ -200,7 +200,7 @@ def _account(s: _Sentence) -> str:
     return f"{rng.randint(10, 99)}-{rng.randint(1000, 9999)}-{rng.randint(1000000, 9999999)}"
 
 
-def _card(s: _Sentence) -> str:
+def _card(s: SentenceState) -> str:
     number = str(s.fake.credit_card_number())
     if len(number) == 16 and s.rng.random() < 0.5:
         sep = s.rng.choice((" ", "-"))
@@ -208,7 +208,7 @@ def _card(s: _Sentence) -> str:
     return number
 
 
-def _medical(s: _Sentence, idx: str, patterns: tuple[str, ...]) -> tuple[str, list[str]]:
+def _medical(s: SentenceState, idx: str, patterns: tuple[str, ...]) -> tuple[str, list[str]]:
     cond = s.once("cond", idx, lambda: s.rng.choice(CONDITIONS))
     drug = s.once("drug", idx, lambda: s.rng.choice(DRUGS))
     pattern = s.rng.choice(patterns)
@@ -216,7 +216,7 @@ def _medical(s: _Sentence, idx: str, patterns: tuple[str, ...]) -> tuple[str, li
     return pattern.replace("{c}", cond).replace("{d}", drug), used
 
 
-def _render_pii(kind: str, idx: str, s: _Sentence) -> tuple[str, list[str]]:
+def render_pii(kind: str, idx: str, s: SentenceState) -> tuple[str, list[str]]:
     """The surface text for a PII slot (value plus any lead-in such as "born") and the literal values."""
     rng = s.rng
     if kind in ("name", "name_v"):
@@ -349,7 +349,7 @@ def _sentence_case(pieces: list[tuple[str, bool]]) -> None:
         so_far += text
 
 
-def _assemble(template: str, s: _Sentence) -> str:
+def _assemble(template: str, s: SentenceState) -> str:
     pieces: list[tuple[str, bool]] = []  # (text, carries a literal value)
     pos = 0
     for m in _SLOT_RE.finditer(template):
@@ -361,7 +361,7 @@ def _assemble(template: str, s: _Sentence) -> str:
             continue
         pii = KIND_TYPE[kind]
         if (pii, idx) in s.pii_keys:
-            surface, values = _render_pii(kind, idx, s)
+            surface, values = render_pii(kind, idx, s)
             s.record(pii, *values)
             pieces.append((surface, surface.startswith(values[0])))
         else:
@@ -372,7 +372,7 @@ def _assemble(template: str, s: _Sentence) -> str:
     return _tidy("".join(t for t, _ in pieces))
 
 
-def _fakers(locales: Sequence[str], seed: int, salt: str) -> dict[str, Faker]:
+def seeded_fakers(locales: Sequence[str], seed: int, salt: str) -> dict[str, Faker]:
     if not locales:
         raise ValueError("locales must name at least one Faker locale")
     out: dict[str, Faker] = {}
@@ -388,7 +388,7 @@ def _generate(n: int, seed: int, locales: Sequence[str], clean: bool) -> list[La
         raise ValueError(f"n must be >= 0, got {n}")
     salt = "clean" if clean else "pii"
     rng = random.Random(derive_seed(seed, salt))
-    fakers = _fakers(locales, seed, salt)
+    fakers = seeded_fakers(locales, seed, salt)
     out: list[LabelledText] = []
     seen: set[str] = set()
     misses = 0  # consecutive duplicates; past a bound (a huge n for a small template space) allow repeats
@@ -396,7 +396,7 @@ def _generate(n: int, seed: int, locales: Sequence[str], clean: bool) -> list[La
         template, target = _choose_template(rng)
         locale = rng.choice(tuple(fakers))
         keys = set() if clean else _choose_pii_keys(template, target, rng)
-        s = _Sentence(rng=rng, fake=fakers[locale], locale=locale, pii_keys=keys)
+        s = SentenceState(rng=rng, fake=fakers[locale], locale=locale, pii_keys=keys)
         text = _assemble(template, s)
         values = {t: tuple(v) for t, v in s.values.items()}
         if any(v not in text for vs in values.values() for v in vs):

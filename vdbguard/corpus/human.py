@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import importlib.resources
 import re
 
@@ -27,18 +28,33 @@ _MEDICAL_RE = re.compile(
 )
 
 
+@functools.cache
+def faker_first_names(locales: tuple[str, ...]) -> frozenset[str]:
+    """Every first name Faker lists for these locales; a locale without its own list adds none (Faker
+    falls back to its language's names, en_CA -> en)."""
+    names: set[str] = set()
+    for locale in locales:
+        try:
+            provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
+        except ModuleNotFoundError:
+            continue
+        for attribute in ("first_names", "first_names_female", "first_names_male"):
+            names.update(getattr(provider, attribute, ()))
+    return frozenset(names)
+
+
 @functools.lru_cache(maxsize=1)
-def _faker_name_lists() -> tuple[frozenset[str], frozenset[str]]:
+def faker_name_lists() -> tuple[frozenset[str], frozenset[str]]:
+    """Faker's en_US first and last names: the cheap gazetteer for "is this a person's name"."""
     from faker.providers.person.en_US import Provider
 
-    first = {*Provider.first_names, *Provider.first_names_female, *Provider.first_names_male}
-    return frozenset(first), frozenset(Provider.last_names)
+    return faker_first_names(("en_US",)), frozenset(Provider.last_names)
 
 
 def looks_like_person_name(text: str) -> bool:
     """True if ``text`` holds a capitalised "First Last" (optionally "First X. Last") pair from Faker's
     en_US first/last name lists: the cheap test used to keep fictional names out of clean text."""
-    first_names, last_names = _faker_name_lists()
+    first_names, last_names = faker_name_lists()
     return any(m.group(1) in first_names and m.group(2) in last_names for m in _CAP_PAIR_RE.finditer(text))
 
 
@@ -48,7 +64,7 @@ def _maybe_person_name(text: str) -> bool:
     Used to filter human lines, which name celebrities and fictional characters ("Taylor Swift",
     "Podrick Payne"); losing a few "New York City" lines to false positives is cheap.
     """
-    first_names, last_names = _faker_name_lists()
+    first_names, last_names = faker_name_lists()
     return any(m.group(1) in first_names or m.group(2) in last_names for m in _CAP_PAIR_RE.finditer(text))
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib
 import importlib.resources
 import json
 import random
@@ -24,8 +23,8 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from vdbguard.corpus.generator import _fakers, _render_pii, _Sentence, derive_seed
-from vdbguard.corpus.human import _faker_name_lists, human_sentences
+from vdbguard.corpus.generator import SentenceState, derive_seed, render_pii, seeded_fakers
+from vdbguard.corpus.human import faker_first_names, faker_name_lists, human_sentences
 from vdbguard.corpus.labelled import LabelledText
 from vdbguard.pii import PiiType
 
@@ -39,6 +38,7 @@ LOCALES: dict[RealSplit, tuple[str, ...]] = {
     "train": ("en_US", "en_GB", "en_CA", "en_AU", "en_IE", "de_DE", "fr_FR", "es_ES", "pt_BR", "pl_PL", "sv_SE"),
     "calibration": ("en_NZ", "en_IN", "it_IT", "nl_NL", "da_DK", "fi_FI", "cs_CZ", "hu_HU", "ro_RO"),
 }
+_ALL_LOCALES = ("en_US", *LOCALES["train"], *LOCALES["calibration"])  # whose first names are never places
 
 TYPE_WEIGHTS: dict[PiiType, float] = {
     PiiType.PERSON: 0.42,
@@ -126,34 +126,20 @@ def _credit_templates(split: RealSplit) -> tuple[str, ...]:
 @functools.cache
 def _identifiers(split: RealSplit) -> tuple[str, ...]:
     """Capitalised words inside the split's sentences that are not people's names: "NumPy", "Decord"."""
-    first, last = _faker_name_lists()
+    first, last = faker_name_lists()
     found = {m.group(1) for s in real_sentences(split) for m in _CAPITALISED.finditer(s)}
     return tuple(sorted(w for w in found if w not in first and w not in last and len(w) > 2))
-
-
-@functools.cache
-def _first_names() -> frozenset[str]:
-    """Every first name of every locale the corpus draws from."""
-    names: set[str] = set()
-    for locale in {loc for locales in (*LOCALES.values(), ("en_US",)) for loc in locales}:
-        try:
-            provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-        except ModuleNotFoundError:  # Faker falls back to the language's names (en_CA -> en)
-            continue
-        for attribute in ("first_names", "first_names_female", "first_names_male"):
-            names.update(getattr(provider, attribute, ()))
-    return frozenset(names)
 
 
 class _Filler:
     """Fills the non-PII placeholders of a clean slot with real identifiers, places, versions and ids."""
 
-    def __init__(self, rng: random.Random, s: _Sentence, split: RealSplit) -> None:
+    def __init__(self, rng: random.Random, s: SentenceState, split: RealSplit) -> None:
         self.rng, self.s, self.identifiers = rng, s, _identifiers(split)
 
     def place(self) -> str:
         """A city whose name holds no first or last name: Faker makes towns of names ("Port Johnbury")."""
-        names = _first_names()
+        names = faker_first_names(_ALL_LOCALES)
         for _ in range(10):
             city = str(self.s.fake.city())
             if not any(word in names for word in re.findall(r"\w+", city)):
@@ -188,20 +174,20 @@ def _place(frame: str, sentence: str, slot: str, **extra: str) -> str:
     return text
 
 
-def _person(s: _Sentence, kind: str) -> str:
+def _person(s: SentenceState, kind: str) -> str:
     if kind == "initials":
         person = s.person("0")
         return f"{person.first[0]}. {person.last}"
-    return _render_pii(kind, "0", s)[0]
+    return render_pii(kind, "0", s)[0]
 
 
-def _pii_item(pii_type: PiiType, sentence: str, s: _Sentence, split: RealSplit) -> LabelledText | None:
+def _pii_item(pii_type: PiiType, sentence: str, s: SentenceState, split: RealSplit) -> LabelledText | None:
     rng = s.rng
-    name = _render_pii("name", "1", s)[0]
+    name = render_pii("name", "1", s)[0]
     if pii_type is PiiType.PERSON:
         credits = _credit_templates(split)
         if credits and rng.random() < 0.1:
-            value, email = _person(s, "name"), _render_pii("email", "0", s)[0]
+            value, email = _person(s, "name"), render_pii("email", "0", s)[0]
             template = rng.choice(credits)
             values = {PiiType.PERSON: (value,)} | ({PiiType.EMAIL: (email,)} if "{email}" in template else {})
             return _labelled(template.replace("{name}", value).replace("{email}", email), values)
@@ -210,21 +196,21 @@ def _pii_item(pii_type: PiiType, sentence: str, s: _Sentence, split: RealSplit) 
         frames = PERSON_SIGN_OFFS if kind == "first" else PERSON_FRAMES
         return _labelled(_place(rng.choice(frames), sentence, value), {PiiType.PERSON: (value,)})
     if pii_type is PiiType.EMAIL:
-        value = _render_pii("email", "0", s)[0]
+        value = render_pii("email", "0", s)[0]
         if rng.random() < 0.3:
-            person = _render_pii("name", "0", s)[0]
+            person = render_pii("name", "0", s)[0]
             slot = f"{person} <{value}>"
             text = _place(rng.choice(PERSON_FRAMES), sentence, slot)
             return _labelled(text, {PiiType.EMAIL: (value,), PiiType.PERSON: (person,)})
         return _labelled(_place(rng.choice(CONTACT_FRAMES), sentence, value), {PiiType.EMAIL: (value,)})
     if pii_type is PiiType.PHONE:
-        value = _render_pii("phone", "0", s)[0]
+        value = render_pii("phone", "0", s)[0]
         return _labelled(_place(rng.choice(PHONE_FRAMES), sentence, value), {PiiType.PHONE: (value,)})
     if pii_type is PiiType.ADDRESS:
-        value = _render_pii("addr", "0", s)[0]
+        value = render_pii("addr", "0", s)[0]
         return _labelled(_place(rng.choice(ADDRESS_FRAMES), sentence, value), {PiiType.ADDRESS: (value,)})
     if pii_type is PiiType.MEDICAL:
-        surface, used = _render_pii("med", "0", s)
+        surface, used = render_pii("med", "0", s)
         text = _place(rng.choice(MEDICAL_FRAMES), sentence, surface, name=name)
         values = {PiiType.MEDICAL: tuple(used)}
         if name in text:
@@ -236,7 +222,7 @@ def _pii_item(pii_type: PiiType, sentence: str, s: _Sentence, split: RealSplit) 
         PiiType.ACCOUNT_NUMBER: "acct",
         PiiType.CREDIT_CARD: "card",
     }[pii_type]
-    surface, used = _render_pii(kind, "0", s)
+    surface, used = render_pii(kind, "0", s)
     if rng.random() < 0.4:
         surface = f"{name}, {surface}"
         values = {pii_type: tuple(used), PiiType.PERSON: (name,)}
@@ -245,7 +231,7 @@ def _pii_item(pii_type: PiiType, sentence: str, s: _Sentence, split: RealSplit) 
     return _labelled(_place(rng.choice(RECORD_FRAMES), sentence, surface), values)
 
 
-def _clean_item(sentence: str, s: _Sentence, fill: _Filler) -> LabelledText:
+def _clean_item(sentence: str, s: SentenceState, fill: _Filler) -> LabelledText:
     rng = s.rng
     if rng.random() < 0.4:
         return LabelledText(text=sentence, pii=frozenset(), values={}, source="real-clean")
@@ -289,13 +275,13 @@ def real_corpus(n_pii: int, n_clean: int, seed: int, split: RealSplit = "train")
     if n_pii < 0 or n_clean < 0:
         raise ValueError(f"n_pii and n_clean must be >= 0, got {n_pii} and {n_clean}")
     rng = random.Random(derive_seed(seed, f"real:{split}"))
-    fakers = _fakers(LOCALES[split], seed, f"real:{split}")
+    fakers = seeded_fakers(LOCALES[split], seed, f"real:{split}")
     sentences = _base_sentences(split)
     types, weights = list(TYPE_WEIGHTS), list(TYPE_WEIGHTS.values())
 
-    def sentence_state() -> _Sentence:
+    def sentence_state() -> SentenceState:
         locale = rng.choice(tuple(fakers))
-        return _Sentence(rng=rng, fake=fakers[locale], locale=locale, pii_keys=set())
+        return SentenceState(rng=rng, fake=fakers[locale], locale=locale, pii_keys=set())
 
     items: list[LabelledText] = []
     while len(items) < n_pii:
