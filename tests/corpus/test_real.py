@@ -5,6 +5,9 @@ from __future__ import annotations
 import gzip
 import importlib.resources
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -57,6 +60,25 @@ def test_deterministic_per_seed() -> None:
     assert real_corpus(50, 50, seed=3) == real_corpus(50, 50, seed=3)
     assert [i.text for i in real_corpus(50, 50, seed=3)] != [i.text for i in real_corpus(50, 50, seed=4)]
     assert real_corpus(50, 50, seed=3, split="calibration") != real_corpus(50, 50, seed=3)
+
+
+def test_the_same_in_every_process_whatever_its_hash_seed() -> None:
+    # the fused verdict's cache is keyed on the calibration corpus: a corpus that changed per process refit it per scan
+    script = (
+        "from vdbguard.corpus import corpus_hash; from vdbguard.corpus.real import real_corpus; "
+        "print(corpus_hash(real_corpus(200, 200, seed=0, split='calibration') + real_corpus(50, 50, seed=0)))"
+    )
+    hashes = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for hash_seed in (1, 2)
+    }
+    assert len(hashes) == 1
 
 
 def test_the_shipped_text_names_nobody() -> None:

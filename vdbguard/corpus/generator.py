@@ -372,13 +372,22 @@ def _assemble(template: str, s: SentenceState) -> str:
     return _tidy("".join(t for t, _ in pieces))
 
 
+# Word lists Faker builds from a set, so their order (and what a seeded Faker draws) follows PYTHONHASHSEED:
+# faker.providers.address.it_IT.getcities.
+_UNORDERED_FAKER_LISTS = {("it_IT", "cities")}
+
+
 def seeded_fakers(locales: Sequence[str], seed: int, salt: str) -> dict[str, Faker]:
+    """One Faker per locale, seeded from ``seed`` and ``salt``: the same values in every process."""
     if not locales:
         raise ValueError("locales must name at least one Faker locale")
     out: dict[str, Faker] = {}
     for loc in dict.fromkeys(locales):
         fake = Faker(loc)
         fake.seed_instance(derive_seed(seed, f"{salt}:faker:{loc}"))
+        for provider in fake.providers:
+            for attribute in (a for locale, a in _UNORDERED_FAKER_LISTS if locale == loc and hasattr(provider, a)):
+                setattr(provider, attribute, sorted(getattr(provider, attribute)))
         out[loc] = fake
     return out
 
