@@ -2,12 +2,13 @@
 
 The development set is real technical prose from the corpus's calibration split (packages the attacks'
 training never reads; never Debian text): the first ``--n`` sentences of 4-22 words. Each setting is one
-JSON object (the attack's constructor arguments); the default settings are ``{}``. With ``--names N`` it
-prints, instead, what the default settings recover from N held-out-locale sentences that name someone
-(names on no list the attack uses). Run from the repository root:
+JSON object (the attack's constructor arguments); the default settings are ``{}``. With ``--names N`` the
+development set is, instead, N template sentences that name someone (Finnish and Irish names; the attack
+uses no name list, and the benchmark's held-out locales are others), and each row adds the share of
+first, last and full names recovered. Run from the repository root:
 
     OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --n 16 "{}" '{"top_k": 10}' '{"refine_rounds": 2}'
-    OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --names 6
+    OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --names 14 '{"polish_rounds": 0}' "{}"
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import json
 import time
 
 import numpy as np
+from attacks import full_names
 from common import bench_parser
 
 from vdbguard.attacks.adversarial_decoding import AdversarialDecoding
 from vdbguard.corpus import synthetic_pii
 from vdbguard.corpus.real import real_corpus
 from vdbguard.embedders import Embedder
-from vdbguard.pii import PiiType
-from vdbguard.text import token_f1
+from vdbguard.text import name_recovery, token_f1
 
 
 def main() -> None:
@@ -32,13 +33,14 @@ def main() -> None:
     args = parser.parse_args()
     embedder = Embedder("all-MiniLM-L6-v2")
     if args.names:
-        spell_names(embedder, args.names)
-        return
-    texts = [
-        item.text
-        for item in real_corpus(40, 40, seed=args.seed, split="calibration")
-        if 4 <= len(item.text.split()) <= 22
-    ][: args.n]
+        rows = naming_sentences(args.names)
+    else:
+        rows = [
+            (item.text, [])
+            for item in real_corpus(40, 40, seed=args.seed, split="calibration")
+            if 4 <= len(item.text.split()) <= 22
+        ][: args.n]
+    texts = [text for text, _ in rows]
     targets = embedder.encode(texts)
     for settings in args.settings:
         attack = AdversarialDecoding(**json.loads(settings))
@@ -46,30 +48,33 @@ def main() -> None:
         started = time.perf_counter()
         found = attack.infer(targets)
         seconds = time.perf_counter() - started
-        recovered = embedder.encode([inference.recovered_text or "." for inference in found])
+        predictions = [inference.recovered_text for inference in found]
+        recovered = embedder.encode([prediction or "." for prediction in predictions])
         row = {
             "settings": json.loads(settings),
             "n": len(texts),
             "cosine": round(float(np.mean(np.sum(recovered * targets, axis=1))), 3),
-            "token_f1": round(
-                float(np.mean([token_f1(i.recovered_text, t) for i, t in zip(found, texts, strict=True)])), 3
-            ),
+            "token_f1": round(float(np.mean([token_f1(p, t) for p, t in zip(predictions, texts, strict=True)])), 3),
             "seconds_per_record": round(seconds / len(texts), 1),
             "encoder_queries_per_record": round(attack.encoder_queries / len(texts)),
         }
+        if args.names:
+            found_names = [name_recovery(p, names) for p, (_, names) in zip(predictions, rows, strict=True)]
+            for part, index in (("first", 0), ("last", 1), ("full", 2)):
+                hits = [hit for per_record in found_names for hit in per_record[index]]
+                row[f"{part}_names"] = round(sum(hits) / max(len(hits), 1), 3)
         print(json.dumps(row), flush=True)
 
 
-def spell_names(embedder: Embedder, count: int) -> None:
-    items = [
-        item
-        for item in synthetic_pii(60, seed=999, locales=("en_NZ", "en_IN"))
-        if PiiType.PERSON in item.pii and len(item.text.split()) <= 18
-    ][:count]
-    attack = AdversarialDecoding()
-    attack.embedder = embedder
-    for item, found in zip(items, attack.infer(embedder.encode([i.text for i in items])), strict=True):
-        print(json.dumps({"names": item.values.get(PiiType.PERSON), "recovered": found.recovered_text}), flush=True)
+def naming_sentences(count: int) -> list[tuple[str, list[str]]]:
+    """Template sentences naming someone, from locales neither the benchmark's held-out set (en_NZ, en_IN)
+    nor any list of the attack uses: a development set for name spelling, never a result."""
+    rows = []
+    for item in synthetic_pii(400, seed=2024, locales=("fi_FI", "en_IE")):
+        names = full_names(item)
+        if names and len(item.text.split()) <= 18:
+            rows.append((item.text, names))
+    return rows[:count]
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from vdbguard.attacks import load_attack_class, strongest_inversion
-from vdbguard.attacks.adversarial_decoding import AdversarialDecoding
+from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Search, vocabulary_table
 from vdbguard.attacks.decoder import decoder_available
 from vdbguard.attacks.quality import record_quality
 
@@ -19,8 +19,10 @@ needs_decoder = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def recovered(embedder):
-    attack = AdversarialDecoding(beam_width=2, top_k=4, max_tokens=4, seed_words=4, seed_steps=30, threads=1)
+def recovered(embedder, model_cache):
+    attack = AdversarialDecoding(
+        beam_width=2, top_k=4, max_tokens=4, seed_words=4, seed_steps=30, polish_rounds=2, threads=1
+    )
     attack.embedder = embedder
     targets = embedder.encode(list(TARGETS))
     return attack, targets, attack.infer(targets)
@@ -45,6 +47,17 @@ def test_the_query_budget_stops_the_search(recovered, embedder) -> None:
     bounded.embedder = embedder
     bounded.infer(targets)
     assert 0 < bounded.encoder_queries < unbounded.encoder_queries / 2
+
+
+def test_residual_polish_puts_back_the_word_the_hypothesis_misses(embedder, model_cache) -> None:
+    attack = AdversarialDecoding(polish_rounds=3)
+    attack.embedder = embedder
+    search = _Search(attack, embedder.encode([TARGETS[0]])[0])
+    search.consider(["The patient takes medicine for diabetes every morning."])
+    before = search.best_cosine
+    search.polish(*vocabulary_table(embedder))
+    assert "insulin" in search.best_text.lower().split()
+    assert search.best_cosine > before and search.queries > 1
 
 
 def test_settings_round_trip_and_registration(tmp_path: Path) -> None:

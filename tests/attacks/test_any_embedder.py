@@ -24,7 +24,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "secret-exposure": {"samples": 16},
     "attribute-probe": {"min_pii_sentences": 0},
     "gradient": {"steps": 4, "length": 4},
-    "adversarial-decoding": {"beam_width": 2, "top_k": 3, "max_tokens": 3, "seed_steps": 4},
+    "adversarial-decoding": {"beam_width": 2, "top_k": 3, "max_tokens": 3, "seed_steps": 4, "polish_rounds": 1},
 }
 
 

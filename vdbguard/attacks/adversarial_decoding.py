@@ -8,6 +8,15 @@ model's key/value cache is reordered with them, so a step costs one token per be
 highest cosine at any step wins. Then ``refine_rounds`` rounds ask the model to rewrite the best hypothesis
 and search again (ZSInvert's paraphrase refinement); a rewrite is kept only if it is closer.
 
+Residual polish (``polish_rounds``): what the target holds that the best hypothesis lacks is the residual
+``target - (target . h) h`` of the hypothesis vector ``h``. Every whole word of the embedder's own vocabulary is
+embedded once (cached on disk per model), the ``polish_words`` words closest to the residual are tried at the
+end of the hypothesis and in place of the ``polish_positions`` words whose removal costs least, and the closest
+variant is kept while it gains. It puts back rare words the language model would not propose, names among
+them (for "Lesley Stephenson" the residual ranks ``stephenson`` first), and uses only the embedder as a black
+box plus its tokenizer's vocabulary. What it adds, and costs, is measured in BENCHMARKS.md ("Zero-shot
+adversarial decoding").
+
 Seeds: when the embedder's weights are at hand, white-box gradient inversion
 (:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
 for a sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
@@ -24,6 +33,10 @@ which uses the same leave-one-out signal.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+import re
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,10 +48,13 @@ import torch
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.gradient import GradientInversion, word_score
+from vdbguard.cache import cache_root
 from vdbguard.corpus import LabelledText
+from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
 
 _PROMPT = "<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
+_VOCABULARY_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,6 +64,23 @@ def _language_model():  # -> transformers.LlamaForCausalLM, all 30 layers
     return load_decoder(tuple(range(int(decoder_config()["num_hidden_layers"]))))
 
 
+def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
+    """The whole words of the embedder's tokenizer and their unit vectors, embedded once per model."""
+    tokenizer = embedder.model.tokenizer
+    tokens = (token.removeprefix("Ġ").removeprefix("▁") for token in tokenizer.get_vocab())
+    words = sorted({token for token in tokens if _VOCABULARY_WORD.fullmatch(token)})
+    digest = hashlib.sha256("\n".join([embedder.fingerprint, *words]).encode()).hexdigest()[:16]
+    path = cache_root() / "vocabulary-tables" / f"{digest}.npy"
+    if path.exists():
+        return words, np.load(path).astype(np.float32)
+    vectors = embedder.encode(words)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+        np.save(handle, vectors.astype(np.float16))
+    os.replace(handle.name, path)
+    return words, vectors
+
+
 class AdversarialDecoding(Attack):
     """ZSInvert-style beam search guided by the target embedder; see the module docstring."""
 
@@ -55,7 +88,7 @@ class AdversarialDecoding(Attack):
     description: ClassVar[str] = (
         "ZSInvert 2025 zero-shot inversion: SmolLM2 proposes, the target embedder keeps the closest beams"
     )
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2  # 2: residual polish
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 25
     settings = (
@@ -63,6 +96,9 @@ class AdversarialDecoding(Attack):
         "top_k",
         "max_tokens",
         "refine_rounds",
+        "polish_rounds",
+        "polish_words",
+        "polish_positions",
         "seed_words",
         "seed_steps",
         "max_queries",
@@ -77,6 +113,9 @@ class AdversarialDecoding(Attack):
         top_k: int = 20,
         max_tokens: int = 24,
         refine_rounds: int = 1,
+        polish_rounds: int = 15,
+        polish_words: int = 16,
+        polish_positions: int = 4,
         seed_words: int = 8,
         seed_steps: int = 100,
         max_queries: int = 0,
@@ -90,6 +129,9 @@ class AdversarialDecoding(Attack):
         self.top_k = top_k
         self.max_tokens = max_tokens
         self.refine_rounds = refine_rounds
+        self.polish_rounds = polish_rounds
+        self.polish_words = polish_words
+        self.polish_positions = polish_positions
         self.seed_words = seed_words
         self.seed_steps = seed_steps
         self.max_queries = max_queries
@@ -108,7 +150,12 @@ class AdversarialDecoding(Attack):
         return cls.from_config(directory)[0]
 
     def metrics(self) -> dict[str, float]:
-        return {"beam_width": self.beam_width, "top_k": self.top_k, "max_tokens": self.max_tokens}
+        return {
+            "beam_width": self.beam_width,
+            "top_k": self.top_k,
+            "max_tokens": self.max_tokens,
+            "polish_rounds": self.polish_rounds,
+        }
 
     # ----- inference ---------------------------------------------------------------------------------
 
@@ -149,6 +196,8 @@ class AdversarialDecoding(Attack):
             if search.exhausted():
                 break
             search.decode(f"Rewrite this sentence: {search.best_text}")
+        if self.polish_rounds:
+            search.polish(*vocabulary_table(self.embedder))
         self.encoder_queries += search.queries
         return self._scored(search)
 
@@ -180,6 +229,7 @@ class _Search:
         self.target = target
         self.best_text = ""
         self.best_cosine = -2.0
+        self.best_vector = np.zeros_like(target)
         self.queries = 0
         self.started = time.perf_counter()
 
@@ -195,13 +245,37 @@ class _Search:
 
     def consider(self, texts: Sequence[str]) -> np.ndarray:
         """Re-embed candidates, count the queries, and keep the closest as the best if it beats it."""
-        scores = self.cosines(texts)
+        assert self.attack.embedder is not None
+        vectors = self.attack.embedder.encode(list(texts))
+        scores = vectors @ self.target
         self.queries += len(texts)
         top = int(np.argmax(scores))
         if float(scores[top]) > self.best_cosine and texts[top].strip():
             # a byte-level token that splits a character shows as U+FFFD until the next one completes it
             self.best_text, self.best_cosine = texts[top].replace("\ufffd", "").strip(), float(scores[top])
+            self.best_vector = vectors[top]
         return scores
+
+    def polish(self, vocabulary: list[str], table: np.ndarray) -> None:
+        """Add or swap in the vocabulary words closest to what the best hypothesis still misses."""
+        attack = self.attack
+        for _ in range(attack.polish_rounds):
+            before, words = self.best_cosine, self.best_text.split()
+            if self.exhausted() or not words:
+                break
+            residual = self.target - (self.target @ self.best_vector) * self.best_vector
+            weak: list[int] = []
+            if len(words) > 1:
+                without = self.consider([" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))])
+                weak = np.argsort(-without, kind="stable")[: attack.polish_positions].tolist()
+            present = {word.lower() for word in words}
+            closest = (vocabulary[i] for i in np.argsort(-(table @ residual), kind="stable"))
+            shortlist = [word for word in closest if word.lower() not in present][: attack.polish_words]
+            variants = [" ".join([*words, new]) for new in shortlist]
+            variants += [" ".join([*words[:at], new, *words[at + 1 :]]) for new in shortlist for at in weak]
+            self.consider(variants)
+            if self.best_cosine <= before + 1e-4:
+                break
 
     def decode(self, request: str) -> None:
         """Beam search from the model's answer to ``request``, scored by cosine to the target."""
