@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 def cache_root() -> Path:
@@ -16,9 +18,21 @@ def cache_root() -> Path:
     return base.expanduser()
 
 
-def write_json_atomic(path: Path, data: Any, **dump_options: Any) -> None:
-    """Write JSON so that a reader, or a run killed half-way, sees the old file or the new one, never half."""
+@contextlib.contextmanager
+def atomic_write(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """A file to write ``path`` through, so that a reader, or a run killed half-way, sees the old file or the
+    new one, never half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-        json.dump(data, handle, **dump_options)
+    with tempfile.NamedTemporaryFile(mode, dir=path.parent, suffix=".tmp", delete=False) as handle:
+        try:
+            yield handle
+        except BaseException:
+            handle.close()
+            os.unlink(handle.name)
+            raise
     os.replace(handle.name, path)
+
+
+def write_json_atomic(path: Path, data: Any, **dump_options: Any) -> None:
+    with atomic_write(path, "w") as handle:
+        json.dump(data, handle, **dump_options)

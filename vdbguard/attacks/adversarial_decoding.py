@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,7 +46,7 @@ import torch
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.gradient import GradientInversion, word_score
-from vdbguard.cache import cache_root
+from vdbguard.cache import atomic_write, cache_root
 from vdbguard.corpus import LabelledText
 from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
@@ -74,10 +72,8 @@ def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
     if path.exists():
         return words, np.load(path).astype(np.float32)
     vectors = embedder.encode(words)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+    with atomic_write(path) as handle:
         np.save(handle, vectors.astype(np.float16))
-    os.replace(handle.name, path)
     return words, vectors
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import tempfile
 import time
@@ -45,6 +44,7 @@ from torch import nn
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
+from vdbguard.cache import atomic_write
 from vdbguard.corpus import LabelledText
 
 _WORD_EDGE = re.compile(r"^\W+|\W+$")
@@ -413,7 +413,6 @@ class GenerativeInversion(Attack):
         self, path: Path, optimiser: torch.optim.Optimizer, step: int, elapsed: float, losses: list[float], done: bool
     ) -> None:
         assert self.model is not None
-        path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.trainable_state(),
             "step": step,
@@ -422,9 +421,8 @@ class GenerativeInversion(Attack):
             "done": done,
             "optimiser": {} if done else optimiser.state_dict(),
         }
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as handle:
+        with atomic_write(path) as handle:
             torch.save(state, handle)
-        os.replace(handle.name, path)
 
     def _heldout_metrics(self, texts: list[str], vectors: torch.Tensor) -> dict[str, float]:
         from vdbguard.text import token_f1

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vdbguard.cache import cache_root
+from vdbguard.cache import atomic_write, cache_root
 from vdbguard.corpus.labelled import LabelledText, corpus_hash
 from vdbguard.progress import ProgressSink, Silent
 
@@ -31,8 +29,6 @@ def embed_corpus(
         return np.load(path)
     with (progress or Silent()).task("Embedding training corpus", len(corpus)) as advance:
         embeddings = embedder.encode([item.text for item in corpus], progress=advance)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+    with atomic_write(path) as handle:
         np.save(handle, embeddings)
-    os.replace(handle.name, path)
     return embeddings

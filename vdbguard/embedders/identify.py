@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from vdbguard.cache import cache_root
+from vdbguard.cache import atomic_write, cache_root
 from vdbguard.embedders.loading import DEFAULT_EMBEDDER, Embedder, resolve_model_path
 from vdbguard.errors import VdbguardError
 
@@ -198,10 +196,8 @@ def _probe_embeddings(name: str, path: Path, embedders: Mapping[str, Embedder]) 
         return np.load(cached)
     embedder = embedders.get(name) or Embedder(name)
     vectors = embedder.encode(list(PROBE_SENTENCES)).astype(np.float64)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=cached.parent, suffix=".npy", delete=False) as handle:
+    with atomic_write(cached) as handle:
         np.save(handle, vectors)
-    os.replace(handle.name, cached)
     return vectors
 
 
