@@ -17,6 +17,12 @@ them (for "Lesley Stephenson" the residual ranks ``stephenson`` first), and uses
 box plus its tokenizer's vocabulary. What it adds, and costs, is measured in BENCHMARKS.md ("Zero-shot
 adversarial decoding").
 
+Universal correction (``correct_rounds``, off by default), after the polish: the corrector of
+:mod:`vdbguard.attacks.corrector` (SmolLM2 + LoRA, trained once for every embedder; it reads only cosines and
+per-word marks) rewrites the best guess ``correct_candidates`` ways per round; the target embedder scores the
+rewrites and one is kept only if it is closer. ``corrector_path`` names weights that
+``benchmarks/train_corrector.py`` saved; empty means the ones packaged with vdbguard.
+
 Seeds: when the embedder's weights are at hand, white-box gradient inversion
 (:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
 for a sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
@@ -44,6 +50,7 @@ import numpy as np
 import torch
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.corrector import UniversalCorrector, refine
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.gradient import GradientInversion, word_score
 from vdbguard.cache import atomic_write, cache_root
@@ -77,6 +84,11 @@ def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
     return words, vectors
 
 
+@functools.lru_cache(maxsize=2)
+def _corrector(path: str | None) -> UniversalCorrector:
+    return UniversalCorrector.load(Path(path) if path else None)
+
+
 class AdversarialDecoding(Attack):
     """ZSInvert-style beam search guided by the target embedder; see the module docstring."""
 
@@ -95,6 +107,9 @@ class AdversarialDecoding(Attack):
         "polish_rounds",
         "polish_words",
         "polish_positions",
+        "correct_rounds",
+        "correct_candidates",
+        "corrector_path",
         "seed_words",
         "seed_steps",
         "max_queries",
@@ -112,6 +127,9 @@ class AdversarialDecoding(Attack):
         polish_rounds: int = 15,
         polish_words: int = 16,
         polish_positions: int = 4,
+        correct_rounds: int = 0,
+        correct_candidates: int = 8,
+        corrector_path: str = "",
         seed_words: int = 8,
         seed_steps: int = 100,
         max_queries: int = 0,
@@ -128,6 +146,9 @@ class AdversarialDecoding(Attack):
         self.polish_rounds = polish_rounds
         self.polish_words = polish_words
         self.polish_positions = polish_positions
+        self.correct_rounds = correct_rounds
+        self.correct_candidates = correct_candidates
+        self.corrector_path = corrector_path
         self.seed_words = seed_words
         self.seed_steps = seed_steps
         self.max_queries = max_queries
@@ -194,6 +215,9 @@ class AdversarialDecoding(Attack):
             search.decode(f"Rewrite this sentence: {search.best_text}")
         if self.polish_rounds:
             search.polish(*vocabulary_table(self.embedder))
+        if self.correct_rounds and not search.exhausted():
+            corrector = _corrector(self.corrector_path or None)
+            refine(search.best_text, search.consider, corrector, self.correct_rounds, self.correct_candidates)
         self.encoder_queries += search.queries
         return self._scored(search)
 

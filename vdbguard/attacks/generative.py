@@ -197,6 +197,28 @@ class InversionModel(nn.Module):
         return results
 
 
+def save_checkpoint(
+    path: Path,
+    trainable: dict[str, torch.Tensor],
+    optimiser: torch.optim.Optimizer,
+    step: int,
+    elapsed: float,
+    losses: list[float],
+    done: bool,
+) -> None:
+    """A resumable training state, replaced whole; a finished run drops the optimiser's moments."""
+    state = {
+        "model": trainable,
+        "step": step,
+        "elapsed": elapsed,
+        "losses": losses,
+        "done": done,
+        "optimiser": {} if done else optimiser.state_dict(),
+    }
+    with atomic_write(path) as handle:
+        torch.save(state, handle)
+
+
 def words_with_confidence(tokenizer, ids: list[int], logprobs: list[float]) -> tuple[tuple[str, float], ...]:
     """Group BPE tokens into lower-cased words, each scored by its least likely token (for the scanner)."""
     words: list[tuple[str, float]] = []
@@ -394,7 +416,8 @@ class GenerativeInversion(Attack):
             elapsed = time.monotonic() - started
             done = step >= total_steps or (self.max_seconds is not None and elapsed >= self.max_seconds)
             if done or time.monotonic() - last_save >= self.checkpoint_seconds:
-                self._save_checkpoint(checkpoint, optimiser, step, elapsed, losses, done)
+                assert self.model is not None
+                save_checkpoint(checkpoint, self.model.trainable_state(), optimiser, step, elapsed, losses, done)
                 last_save = time.monotonic()
             if progress:
                 progress(1)
@@ -408,21 +431,6 @@ class GenerativeInversion(Attack):
             "output_vocabulary": len(self.config.vocabulary),
         }
         self._metrics.update(self._heldout_metrics([texts[i] for i in held], vectors[held]))
-
-    def _save_checkpoint(
-        self, path: Path, optimiser: torch.optim.Optimizer, step: int, elapsed: float, losses: list[float], done: bool
-    ) -> None:
-        assert self.model is not None
-        state = {
-            "model": self.model.trainable_state(),
-            "step": step,
-            "elapsed": elapsed,
-            "losses": losses,
-            "done": done,
-            "optimiser": {} if done else optimiser.state_dict(),
-        }
-        with atomic_write(path) as handle:
-            torch.save(state, handle)
 
     def _heldout_metrics(self, texts: list[str], vectors: torch.Tensor) -> dict[str, float]:
         from vdbguard.text import token_f1
