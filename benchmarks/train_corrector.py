@@ -15,7 +15,8 @@ the untrained SmolLM2 (zero LoRA) and no proposals at all (only the leave-one-ou
 anyway). Prints JSON and writes ``--out/results.json``; ``--ship`` copies the weights into ``vdbguard/data``
 only when the trained corrector beats both controls on the adversarial-decoding hypotheses.
 
-The packaged weights were trained with (1 thread, resumable; the same command again only evaluates):
+The weights measured in BENCHMARKS.md were trained with (1 thread, resumable; the same command again only
+evaluates). They beat both controls by less than noise, so none are packaged:
 
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python benchmarks/train_corrector.py --max-seconds 2100 --out build/corrector
 """
