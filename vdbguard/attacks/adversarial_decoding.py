@@ -69,8 +69,10 @@ def _language_model():  # -> transformers.LlamaForCausalLM, all 30 layers
     return load_decoder(tuple(range(int(decoder_config()["num_hidden_layers"]))))
 
 
+@functools.lru_cache(maxsize=2)
 def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
-    """The whole words of the embedder's tokenizer and their unit vectors, embedded once per model."""
+    """The whole words of the embedder's tokenizer and their unit vectors, embedded once per model (on disk)
+    and read once per process."""
     tokenizer = embedder.model.tokenizer
     tokens = (token.removeprefix("Ġ").removeprefix("▁") for token in tokenizer.get_vocab())
     words = sorted({token for token in tokens if _VOCABULARY_WORD.fullmatch(token)})
