@@ -12,18 +12,22 @@ same way: token F1 and cosine of the hypothesis, the greedy correction, and ``re
 ``AdversarialDecoding(beam_width=3, top_k=10, max_tokens=16, refine_rounds=0)`` on ``--eval-records``
 sentences, then ``refine`` with the trained corrector, and, as controls with the same loop and query count,
 the untrained SmolLM2 (zero LoRA) and no proposals at all (only the leave-one-out deletions refine scores
-anyway). Prints JSON and writes ``--out/results.json``; ``--ship`` copies the weights into ``vdbguard/data``
-only when the trained corrector beats both controls on the adversarial-decoding hypotheses.
+anyway). Every refined record and the corrupted-dev figures are cached under ``--out`` (keyed by the weights'
+hash), so an interrupted evaluation resumes. Prints JSON and writes ``--out/results.json``; ``--ship`` copies the
+weights into ``vdbguard/data`` only when the trained corrector beats adversarial decoding and both controls.
 
 The weights measured in BENCHMARKS.md were trained with (1 thread, resumable; the same command again only
-evaluates). They beat both controls by less than noise, so none are packaged:
+evaluates; building the pairs took ~20 CPU-minutes, training 35). They beat both controls by less than noise
+(24 records: one rewrite kept), so none are packaged:
 
-    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python benchmarks/train_corrector.py --max-seconds 2100 --out build/corrector
+    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python benchmarks/train_corrector.py --max-seconds 2100 \
+        --embedders all-MiniLM-L6-v2,all-mpnet-base-v2=0.15 --eval-records 24 --eval-corrupted 16 --out build/corrector
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import shlex
@@ -216,24 +220,47 @@ def evaluate_corrupted(args, corrector: UniversalCorrector, embedder: Embedder, 
     }
 
 
+AD_SETTINGS = {"beam_width": 3, "top_k": 10, "max_tokens": 16, "refine_rounds": 0}
+
+
 def adversarial_hypotheses(args, embedder: Embedder) -> tuple[list[str], list[str], float]:
-    path = args.out / f"ad-dev-{args.eval_records}.json"
+    """Adversarial decoding's guesses for the dev sentences, with the cheap settings (cached per attack version)."""
+    path = args.out / f"ad-dev-v{AdversarialDecoding.version}-{args.eval_records}.json"
     if path.exists():
         saved = json.loads(path.read_text())
         return saved["texts"], saved["hypotheses"], saved["queries_per_record"]
     texts = dev_texts(args.eval_records, seed=5)
-    attack = AdversarialDecoding(beam_width=3, top_k=10, max_tokens=16, refine_rounds=0, threads=args.threads)
+    attack = AdversarialDecoding(**AD_SETTINGS, threads=args.threads)
     attack.embedder = embedder
     found = attack.infer(embedder.encode(texts))
     hypotheses = [i.recovered_text for i in found]
     queries = attack.encoder_queries / len(texts)
-    path.write_text(json.dumps({"texts": texts, "hypotheses": hypotheses, "queries_per_record": queries}, indent=1))
+    saved = {"settings": AD_SETTINGS, "texts": texts, "hypotheses": hypotheses, "queries_per_record": queries}
+    path.write_text(json.dumps(saved, indent=1))
     return texts, hypotheses, queries
 
 
+def refined(args, name: str, make: Callable[[], Proposer], hypotheses: list[str], targets, embedder) -> list[dict]:
+    """``refine`` of every hypothesis, one line per record appended to a cache under --out as it is done, so an
+    interrupted evaluation resumes (``name`` must change whenever the proposer does)."""
+    path = args.out / f"refine-{name}-{args.rounds}x{args.candidates}-{len(hypotheses)}.jsonl"
+    done = [json.loads(line) for line in path.open()] if path.exists() else []
+    proposer = make() if len(done) < len(hypotheses) else None
+    with path.open("a") as out:
+        for hypothesis, target in list(zip(hypotheses, targets, strict=True))[len(done) :]:
+            assert proposer is not None
+            started = time.perf_counter()
+            score = lambda texts, v=target: embedder.encode(texts) @ v  # noqa: E731
+            text, cosine, queries = refine(hypothesis or ".", score, proposer, args.rounds, args.candidates)
+            row = {"text": text, "cosine": cosine, "queries": queries, "seconds": time.perf_counter() - started}
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            done.append(row)
+    return done
+
+
 def evaluate_adversarial(args, proposers: dict[str, Callable[[], Proposer]], embedder: Embedder) -> dict:
-    """Refine adversarial decoding's hypotheses with each proposer; the controls' runs (which training cannot
-    change) are cached under --out, so a re-evaluation only refines with the trained corrector."""
+    """Refine adversarial decoding's hypotheses with each proposer (cached per record, see :func:`refined`)."""
     texts, hypotheses, ad_queries = adversarial_hypotheses(args, embedder)
     targets = embedder.encode(texts)
     cosines = np.sum(embedder.encode([h or "." for h in hypotheses]) * targets, axis=1)
@@ -242,31 +269,27 @@ def evaluate_adversarial(args, proposers: dict[str, Callable[[], Proposer]], emb
         "adversarial_decoding": summary(hypotheses, texts, list(cosines), queries_per_record=round(ad_queries, 1)),
     }
     for name, make in proposers.items():
-        cache = args.out / f"refine-{name}-{args.rounds}x{args.candidates}-{len(texts)}.json"
-        if name != "trained" and cache.exists():
-            result[name] = json.loads(cache.read_text())
-            continue
-        proposer, started = make(), time.perf_counter()
-        runs = [
-            refine(h or ".", lambda t, v=v: embedder.encode(t) @ v, proposer, args.rounds, args.candidates)
-            for h, v in zip(hypotheses, targets, strict=True)
-        ]
-        result[name] = summary(
-            [r[0] for r in runs],
+        runs = refined(args, name, make, hypotheses, targets, embedder)
+        key = name.split("-")[0]
+        result[key] = summary(
+            [r["text"] for r in runs],
             texts,
-            [r[1] for r in runs],
-            queries_per_record=mean([r[2] for r in runs]),
-            seconds_per_record=round((time.perf_counter() - started) / len(texts), 1),
-            improved_records=int(sum(r[1] > c + 1e-6 for r, c in zip(runs, cosines, strict=True))),
+            [r["cosine"] for r in runs],
+            queries_per_record=mean([r["queries"] for r in runs]),
+            seconds_per_record=mean([r["seconds"] for r in runs]),
+            improved_records=int(sum(r["cosine"] > c + 1e-6 for r, c in zip(runs, cosines, strict=True))),
         )
-        if name == "trained":
+        if key == "trained":
             result["records"] = [
-                {"truth": t, "adversarial_decoding": h, "refined": r[0], "cosine": [round(float(c), 4), round(r[1], 4)]}
+                {
+                    "truth": t,
+                    "adversarial_decoding": h,
+                    "refined": r["text"],
+                    "cosine": [round(float(c), 4), r["cosine"]],
+                }
                 for t, h, r, c in zip(texts, hypotheses, runs, cosines, strict=True)
             ]
-        else:
-            cache.write_text(json.dumps(result[name]))
-        log(f"refine with {name}: {result[name]}")
+        log(f"refine with {name}: {result[key]}")
     return result
 
 
@@ -312,13 +335,17 @@ def main() -> None:
         return
     first = next(iter(embedders.values()))
     lexicon = cached_lexicon(args, first)
+    weights = hashlib.sha256((args.out / "corrector.safetensors").read_bytes()).hexdigest()[:12]
     results: dict[str, object] = {"training": facts}
-    results["corrupted_dev"] = evaluate_corrupted(args, corrector, first, lexicon)
+    cached = args.out / f"corrupted-{weights}-{args.eval_corrupted}.json"  # training-dependent: keyed by weights
+    if not cached.exists():
+        cached.write_text(json.dumps(evaluate_corrupted(args, corrector, first, lexicon)))
+    results["corrupted_dev"] = json.loads(cached.read_text())
     log(f"corrupted dev: {results['corrupted_dev']}")
-    proposers: dict[str, Callable[[], Proposer]] = {  # the controls first: their runs are cached
+    proposers: dict[str, Callable[[], Proposer]] = {
         "deletions_only": NoProposals,
         "untrained_smollm2": lambda: UniversalCorrector(config, threads=args.threads),  # zero LoRA
-        "trained": lambda: corrector,
+        f"trained-{weights}": lambda: corrector,
     }
     adversarial = evaluate_adversarial(args, proposers, first)
     results["adversarial_dev"] = adversarial
@@ -330,6 +357,7 @@ def main() -> None:
     if args.ship and gain:
         facts["dev"] = {
             "adversarial_decoding_hypotheses": {k: v for k, v in adversarial.items() if k != "records"},
+            "adversarial_decoding_settings": {**AD_SETTINGS, "version": AdversarialDecoding.version},
             "corrupted": {k: v for k, v in results["corrupted_dev"].items() if k != "examples"},  # type: ignore[union-attr]
             "refine": {"rounds": args.rounds, "candidates": args.candidates},
         }
