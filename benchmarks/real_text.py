@@ -165,9 +165,9 @@ def inversion_gap(
     """Token F1 of an inversion attack with the true model vs through the alignment from mpnet."""
     import numpy as np
 
+    from vdbguard.attacks.alignment import AlignedAttack, ridge_map
     from vdbguard.attacks.base import l2_normalise
     from vdbguard.attacks.training import trained_attacks
-    from vdbguard.scan.alignment import AlignedAttack, ridge_map
     from vdbguard.text import token_f1
 
     (attack,) = trained_attacks(minilm, [attack_name], profile=profile)

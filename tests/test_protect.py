@@ -253,3 +253,59 @@ def test_resume_refuses_to_replay_seeded_noise(tmp_path: Path) -> None:
     assert 0.05 < float(noise.std()) < 0.2  # every record carries noise of the requested scale
     rounded = {tuple(np.round(row, 5)) for row in noise}
     assert len(rounded) == len(source_records)  # and no two records share it
+
+
+def test_a_resumed_copy_reuses_the_saved_fit(tmp_path: Path) -> None:
+    from vdbguard.transforms.fitting import load_fit
+    from vdbguard.transforms.quantize import ProductQuantize
+
+    source_records = make_chroma_store(tmp_path / "src", "notes", 120, 16, seed=9)
+    state = tmp_path / "protect.json"
+    fit_file = tmp_path / "protect.json.fit.npz"  # kept beside the state file
+
+    def run(target: ChromaConnector, **options: Any) -> ProtectResult:
+        source = ChromaConnector(collection="notes", path=tmp_path / "src")
+        # seed=None: refitting would give other codebooks, so only the saved fit can make a resume consistent
+        return protect_collection(source, target, ProductQuantize(4), batch_size=40, **options)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(CrashAfterUpserts(2, collection="notes-pq", path=tmp_path / "dst", create=True), state_path=state)
+    assert fit_file.exists()
+    fit_file.rename(tmp_path / "aside.npz")
+    target = ChromaConnector(collection="notes-pq", path=tmp_path / "dst", create=True)
+    with pytest.raises(VdbguardError, match="differs from the one"):  # what a resume did before: refit, refuse
+        run(target, state_path=state)
+    assert not fit_file.exists()  # a refused fit is not kept
+    (tmp_path / "aside.npz").rename(fit_file)
+    assert run(target, state_path=state).resumed
+
+    # an uninterrupted copy through the same fit (loaded from fit_path) stores exactly the same vectors
+    fresh = ChromaConnector(collection="notes-pq", path=tmp_path / "dst2", create=True)
+    assert run(fresh, fit_path=fit_file).copied == 120
+    resumed, uninterrupted = (
+        read_all(ChromaConnector(collection="notes-pq", path=tmp_path / d)) for d in ("dst", "dst2")
+    )
+    expected = load_fit(ProductQuantize(4), fit_file).apply(np.stack([r.vector for r in source_records]))
+    for record, row in zip(source_records, expected, strict=True):
+        np.testing.assert_allclose(resumed[record.id].vector, row, atol=1e-6)
+        np.testing.assert_array_equal(resumed[record.id].vector, uninterrupted[record.id].vector)
+
+
+def test_fit_path_is_saved_then_loaded_and_refused_for_other_settings(tmp_path: Path) -> None:
+    from vdbguard.transforms.quantize import ProductQuantize
+
+    make_qdrant_store(tmp_path / "src", "notes", 40, 16, seed=10)
+    fit_file = tmp_path / "pq.npz"
+
+    def run(transform: Transform, collection: str) -> ProtectResult:
+        source = QdrantConnector(collection="notes", path=tmp_path / "src")
+        target = QdrantConnector(collection=collection, path=tmp_path / "dst")
+        return protect_collection(source, target, transform, fit_path=fit_file)
+
+    first, second = ProductQuantize(4), ProductQuantize(4)  # seed=None: two fits would differ
+    run(first, "a")
+    assert fit_file.exists() and run(second, "b").copied == 40
+    for name, array in first.fit_state().items():
+        np.testing.assert_array_equal(second.fit_state()[name], array)
+    with pytest.raises(VdbguardError, match="pq: the saved fit"):
+        run(ProductQuantize(3), "c")

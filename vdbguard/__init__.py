@@ -6,6 +6,8 @@ ingestion pipeline that only needs :func:`guard`.
 - :func:`scan_collection`: attack every vector of a collection and return a :class:`Report`.
 - :func:`guard`: wrap a Qdrant, Chroma, Pinecone or Weaviate client so every write is protected first.
 - :func:`protect_collection`: copy a collection through a transform (a batch job, resumable).
+- :func:`build_transform`: a write-path defense by name, ``"gaussian"``, or a chain, ``"redact+gaussian"``.
+- :func:`redact_then_embed`: embed texts with your own model, which only ever sees them redacted.
 - :class:`Embedder`: the embedding model that produced the vectors, loaded offline.
 - :class:`VdbguardError`: every error vdbguard raises on purpose; ``hint`` says what to do next.
 """
@@ -18,19 +20,31 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from vdbguard.embedders import Embedder
     from vdbguard.errors import VdbguardError
-    from vdbguard.hooks import guard
+    from vdbguard.hooks import guard, redact_then_embed
     from vdbguard.protect import protect_collection
     from vdbguard.reports.schema import Report
     from vdbguard.scan import scan_collection
+    from vdbguard.transforms.chain import build_transform
 
-__all__ = ["Embedder", "Report", "VdbguardError", "guard", "protect_collection", "scan_collection"]
+__all__ = [
+    "Embedder",
+    "Report",
+    "VdbguardError",
+    "build_transform",
+    "guard",
+    "protect_collection",
+    "redact_then_embed",
+    "scan_collection",
+]
 
 _HOMES = {
     "Embedder": "vdbguard.embedders",
     "Report": "vdbguard.reports.schema",
     "VdbguardError": "vdbguard.errors",
+    "build_transform": "vdbguard.transforms.chain",
     "guard": "vdbguard.hooks",
     "protect_collection": "vdbguard.protect",
+    "redact_then_embed": "vdbguard.hooks",
     "scan_collection": "vdbguard.scan",
 }
 

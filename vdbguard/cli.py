@@ -418,13 +418,30 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
     click.echo(json.dumps(metrics, indent=2))
 
 
+class _TransformOption(click.Option):
+    """``--transform`` whose help names the installed transforms that need a fit, labels or a key, read from
+    the classes only when help is shown (so every other command skips loading them)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from vdbguard.transforms import needs_help
+
+        self.help = f"See `vdbguard transforms list`. {needs_help()}"
+        return super().get_help_record(ctx)
+
+
 @main.command()
 @store_options
 @click.option("--to-collection", required=True, help="Collection to write the protected copy to.")
-@click.option("--transform", "transform_name", required=True, help="See `vdbguard transforms list`.")
+@click.option("--transform", "transform_name", required=True, cls=_TransformOption)
 @click.option("--strength", type=float, required=True, help="The transform's strength (its meaning: transforms list).")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted copy resumes.")
+@click.option(
+    "--fit-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="For transforms that need a fit: load it from this .npz when it exists, else fit and save it here "
+    "(default: beside --state). Reuse it to protect more data, or query, in the same space.",
+)
 @click.option("--in-place", is_flag=True, help="Overwrite --collection itself (needs --yes).")
 @click.option("--yes", is_flag=True, help="Confirm --in-place.")
 @click.option(
@@ -447,6 +464,7 @@ def protect(
     strength: float,
     batch_size: int,
     state: Path | None,
+    fit_file: Path | None,
     in_place: bool,
     yes: bool,
     concept: str,
@@ -455,15 +473,15 @@ def protect(
     """Copy a collection through a transform into a new collection (never in place without --in-place --yes)."""
     from vdbguard.progress import RichProgress
     from vdbguard.protect import protect_collection
-    from vdbguard.transforms import load_transform_class
+    from vdbguard.transforms.chain import build_transform
 
     if (to_collection == collection) != in_place:
         raise click.UsageError("writing over the source collection needs --in-place (and --yes), and only then")
     if in_place and not yes:
         raise click.UsageError("--in-place rewrites every stored vector: add --yes to confirm")
-    transform = load_transform_class(transform_name)(strength=strength)
+    transform = build_transform(transform_name, strength)
     fit_on = None
-    if transform.needs_labels:
+    if transform.needs_labels and not (fit_file is not None and fit_file.exists()):  # a saved fit needs no corpus
         from vdbguard.transforms.concepts import corpus_concept_set
 
         with console.status(f"Learning where {concept} lives in {embedder}'s vectors"):
@@ -482,144 +500,247 @@ def protect(
                 progress=advance,
                 in_place=in_place,
                 fit_on=fit_on,
+                fit_path=fit_file,
             )
     console.print(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
 
 
-def _defense_items(data: Path):
-    from vdbguard.evaluate.data import load_jsonl
-
-    return load_jsonl(data)
-
-
 _DEFENSE_ATTACK_HELP = (
-    "Attack to measure leakage with (repeatable); the strongest result counts. "
-    "Default: slot-search and bag-of-words when the data has names, else bag-of-words; add gradient (slower) "
-    "before trusting concept erasure (leace, sparse), which blinds slot-search's probe but not gradient inversion."
+    "Attack to measure leakage with (repeatable); the strongest result counts. Default: the strongest suite "
+    "(white-box gradient, the best measured inversion attack, slot-search when the data names people, "
+    "bag-of-words), each also adapted to the defense."
 )
+
+
+def defense_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """What every defense measurement takes: the data, the attackers and their budget."""
+    for option in reversed(
+        (
+            click.option(
+                "--data",
+                type=click.Path(path_type=Path),
+                required=True,
+                help='Held-out JSONL: {"text": ..., "names": [...], "pii": [...]} (names and pii optional).',
+            ),
+            click.option("--attack", "attack_names", multiple=True, help=_DEFENSE_ATTACK_HELP),
+            click.option(
+                "--cheap",
+                is_flag=True,
+                help="Only slot-search and bag-of-words (minutes, not hours): a lower bound on leakage, said so in "
+                "the output.",
+            ),
+            click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True),
+            click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True),
+            click.option(
+                "--attack-limit",
+                type=click.IntRange(1),
+                help="Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
+            ),
+            click.option(
+                "--seconds-per-record",
+                type=click.FloatRange(0),
+                default=5.0,
+                show_default=True,
+                help="Search budget per record for attacks that have one (adversarial-decoding); 0: none.",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def _bench(
+    progress: Any,
+    data: Path,
+    attack_names: tuple[str, ...],
+    cheap: bool,
+    embedder: str,
+    profile: str,
+    attack_limit: int | None,
+    seconds_per_record: float,
+) -> Any:
+    """The DefenseBench for the options of :func:`defense_options`."""
+    from vdbguard.evaluate.data import load_jsonl
+    from vdbguard.evaluate.defense import DefenseBench
+
+    if cheap and attack_names:
+        raise click.UsageError("--cheap picks the attacks itself: drop it or drop --attack")
+    return DefenseBench(
+        Embedder(embedder),
+        load_jsonl(data),
+        attacks=attack_names,
+        cheap=cheap,
+        profile=profile,
+        attack_limit=attack_limit,
+        seconds_per_record=seconds_per_record,
+        progress=progress,
+    )
+
+
+def _say_cheap(cheap: bool) -> None:
+    if cheap:
+        console.print(
+            "[yellow]cheap attackers only (slot-search, bag-of-words): leakage is a lower bound; "
+            "drop --cheap before trusting a defense[/yellow]"
+        )
 
 
 @main.command("evaluate-defense")
-@click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
-@click.option("--transform", "transform_name", required=True)
-@click.option("--strength", type=float, required=True)
-@click.option("--attack", "attack_names", multiple=True, help=_DEFENSE_ATTACK_HELP)
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
-@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
-@click.option("--no-adaptive", is_flag=True, help="Skip retraining the attacker on protected vectors.")
+@defense_options
 @click.option(
-    "--attack-limit",
-    type=click.IntRange(1),
-    help="Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
+    "--transform",
+    "transform_name",
+    required=True,
+    help="See `vdbguard transforms list` (its 'needs' column); chains: redact+gaussian, leace:1+gaussian. "
+    "Transforms that need a fit are fitted on vdbguard's corpus; keyed ones read $VDBGUARD_TRANSFORM_KEY.",
 )
+@click.option("--strength", type=float, help="The (last) transform's strength; default: its own default.")
+@click.option("--no-adaptive", is_flag=True, help="Skip the adaptive attacker (never enough to trust a defense).")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @friendly_errors
 def evaluate_defense_command(
-    data: Path,
     transform_name: str,
-    strength: float,
-    attack_names: tuple[str, ...],
-    embedder: str,
-    profile: str,
+    strength: float | None,
     no_adaptive: bool,
-    attack_limit: int | None,
     out: Path,
+    **bench_options: Any,
 ) -> None:
-    """What one transform costs retrieval and what it buys against the attacks (and an adaptive attacker)."""
-    from vdbguard.evaluate.defense import evaluate_defense
+    """What one transform costs retrieval and what the strongest attacks, adapted, still recover."""
+    from vdbguard.evaluate.frontier import row_of
     from vdbguard.progress import RichProgress
-    from vdbguard.transforms import load_transform_class
+    from vdbguard.transforms.chain import build_transform
 
-    transform = load_transform_class(transform_name)(strength=strength, seed=0)
+    transform = build_transform(transform_name, strength, seed=0)
     with RichProgress(console) as progress:
-        point = evaluate_defense(
-            transform,
-            Embedder(embedder),
-            _defense_items(data),
-            attacks=attack_names,
-            attack_limit=attack_limit,
-            profile=profile,
-            adaptive=not no_adaptive,
-            progress=progress,
-        )
-    result = {**asdict(point), "leakage_cut": round(point.leakage_cut, 4), "recall_loss": round(point.recall_loss, 4)}
+        bench = _bench(progress, **bench_options)
+        point = bench.measure(transform, adaptive=not no_adaptive)
+    result = row_of(point, over_budget=False)
+    result["leakage_cut"] = round(point.leakage_cut, 4)
+    del result["over_budget"]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     click.echo(json.dumps(result, indent=2))
+    _say_cheap(point.cheap)
 
 
 @main.command()
-@click.option("--data", type=click.Path(path_type=Path), required=True, help='JSONL: {"text": ..., "names": [...]}')
-@click.option("--max-recall-loss", type=float, default=0.02, show_default=True)
+@defense_options
+@click.option("--max-recall-loss", type=float, default=0.02, show_default=True, help="On queries without PII.")
 @click.option("--target-leakage-cut", type=float, default=0.9, show_default=True)
-@click.option("--transform", "transform_names", multiple=True, help="Transforms to try (default: all).")
-@click.option("--attack", "attack_names", multiple=True, help=_DEFENSE_ATTACK_HELP)
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True)
-@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@click.option("--transform", "transform_names", multiple=True, help="Transforms or chains to try (default: all).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write every measured point as JSON.")
 @friendly_errors
 def calibrate(
-    data: Path,
     max_recall_loss: float,
     target_leakage_cut: float,
     transform_names: tuple[str, ...],
-    attack_names: tuple[str, ...],
-    embedder: str,
-    profile: str,
     out: Path | None,
+    **bench_options: Any,
 ) -> None:
-    """Pick the weakest transform setting that meets the leakage target within the recall budget.
+    """Pick the weakest setting whose leakage cut holds against the strongest attacker, adapted.
 
-    Each transform's strengths are tried weakest first, against the attacker trained on clean vectors;
-    among transforms, the chosen setting is the one that loses the least recall.
+    Each transform's strengths are tried weakest first; among transforms, the chosen setting is the one
+    that loses the least recall. A cut only the clean-trained attacker respects is never enough.
     """
     from vdbguard.evaluate.calibration import calibrate as run_calibration
+    from vdbguard.evaluate.frontier import row_of
     from vdbguard.progress import RichProgress
 
     with RichProgress(console) as progress:
         result = run_calibration(
-            _defense_items(data),
-            Embedder(embedder),
+            _bench(progress, **bench_options),
             max_recall_loss=max_recall_loss,
             target_leakage_cut=target_leakage_cut,
             transform_names=transform_names,
-            attack_names=attack_names,
-            profile=profile,
-            progress=progress,
             on_skip=lambda name, exc: console.print(f"skipped {name}: {exc}"),
         )
     points, chosen = result.points, result.chosen
     print_table(
-        ("transform", "strength", "recall@10 loss", "leakage cut", "meets both"),
+        ("transform", "strength", "recall@10 loss", "cut vs clean-trained", "cut vs strongest, adapted", "meets both"),
         (
             (
                 p.transform,
                 f"{p.strength:g}",
                 f"{p.recall_loss:.3f}",
                 f"{p.leakage_cut:.1%}",
+                "-" if p.worst_cut is None else f"{p.worst_cut:.1%}",
                 "yes" if result.meets(p) else "",
             )
             for p in points
         ),
-        title=f"calibration: leakage cut >= {target_leakage_cut:.0%}, recall loss <= {max_recall_loss:.1%}",
+        title=f"calibration: leakage cut >= {target_leakage_cut:.0%} against {', '.join(result.attacks)} "
+        f"(adapted), recall loss <= {max_recall_loss:.1%}",
     )
     if out:
-        out.write_text(json.dumps([asdict(p) for p in points], indent=2))
+        out.write_text(json.dumps([row_of(p, not result.within_budget(p)) for p in points], indent=2))
+    _say_cheap(result.cheap)
     if chosen is None:
-        console.print("no setting meets both targets; relax --max-recall-loss or --target-leakage-cut")
+        console.print("nothing meets the target: no setting holds against the adaptive attacker within the budget")
+        for p in result.closest():
+            cut = "-" if p.worst_cut is None else f"{p.worst_cut:.1%}"
+            console.print(f"  closest: {p.transform} {p.strength:g}: recall loss {p.recall_loss:.3f}, cut {cut}")
+        console.print("relax --max-recall-loss or --target-leakage-cut, or redact the text before embedding")
         sys.exit(EXIT_FINDINGS)
     console.print(f"chosen: {chosen.transform} at strength {chosen.strength:g}")
 
 
+@main.command()
+@defense_options
+@click.option("--max-recall-loss", type=float, default=0.02, show_default=True, help="On queries without PII.")
+@click.option("--target-leakage-cut", type=float, default=0.9, show_default=True, help="Drawn on the plot.")
+@click.option(
+    "--transform",
+    "transform_names",
+    multiple=True,
+    help="Transforms or chains (default: every transform that sweeps strengths, and redact+gaussian, "
+    "redact+dcpe, leace:1+gaussian).",
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), required=True, help="Folder: points.json, table.md, frontier.png"
+)
+@friendly_errors
+def frontier(
+    max_recall_loss: float,
+    target_leakage_cut: float,
+    transform_names: tuple[str, ...],
+    out: Path,
+    **bench_options: Any,
+) -> None:
+    """Measure every transform at every strength on your held-out data: recall lost vs leakage left.
+
+    Resumable: run it again with the same options and --out to finish an interrupted sweep.
+    """
+    from vdbguard.evaluate.calibration import default_transforms
+    from vdbguard.evaluate.frontier import COMBINATIONS, dominance, plot, run_frontier, table
+    from vdbguard.progress import RichProgress
+
+    names = transform_names or (*default_transforms(), *COMBINATIONS)
+    with RichProgress(console) as progress:
+        bench = _bench(progress, **bench_options)
+        rows = run_frontier(
+            bench,
+            names,
+            out / "points.json",
+            max_recall_loss=max_recall_loss,
+            on_skip=lambda name, exc: console.print(f"skipped {name}: {exc}"),
+        )
+    text = "\n".join([table(rows), "", *dominance(rows)])
+    (out / "table.md").write_text(text + "\n")
+    click.echo(text)
+    console.print(f"wrote {out / 'table.md'}")
+    try:
+        plot(rows, out / "frontier.png", max_recall_loss, target_leakage_cut)
+        console.print(f"wrote {out / 'frontier.png'}")
+    except VdbguardError as exc:  # the table is the result; the plot is optional
+        console.print(f"no plot: {exc}")
+    _say_cheap(bench.cheap)
+
+
 def _transform_rows() -> Iterable[Sequence[str]]:
-    from vdbguard.transforms import transform_classes
+    from vdbguard.transforms import needs_of, transform_classes
 
     for name, cls in sorted(transform_classes().items()):
-        needs = [
-            need
-            for need, flag in (("fit", cls.needs_fit), ("labels", cls.needs_labels), ("key", cls.needs_key))
-            if flag
-        ]
+        needs = needs_of(cls)
         swept = ", ".join(f"{s:g}" for s in cls.default_strengths)
         yield name, ", ".join(needs) or "-", cls.strength_meaning, swept, cls.description
 

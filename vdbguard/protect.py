@@ -10,9 +10,11 @@ Resumable: after each batch the source cursor and the counts are written to ``st
 atomic replace, so a run killed at any point continues after the last finished batch. A batch
 written but not yet recorded is copied again on resume, which is harmless: upsert replaces by id.
 A transform that needs fitting is fitted on a seeded reservoir sample of the source (one extra read
-pass). Its identity (its outputs on fixed probe vectors, where they are deterministic) is kept in
-the state, and a resume whose transform differs (another key, another fit) is refused: a target
-half in one space and half in another would silently break retrieval. A resume with a *seeded*
+pass) and the fit is saved (``fit_path``, else beside the state file) so a resumed run applies exactly
+the same map instead of refitting, which in place would fit on half-protected vectors. Its identity
+(its outputs on fixed probe vectors, where they are deterministic) is kept in the state, and a resume
+whose transform differs (another key, another fit) is refused: a target half in one space and half in
+another would silently break retrieval. A resume with a *seeded*
 random transform (noise) is refused too: it would replay the noise of the first batches, and two
 records carrying the same noise leak their exact difference. Resume those with ``seed=None``.
 """
@@ -35,6 +37,7 @@ from vdbguard.hooks.protector import Item, Protector, vector_label
 from vdbguard.progress import Advance
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.transforms.base import Transform
+from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
 
 __all__ = ["ProtectResult", "protect_collection"]
 
@@ -67,6 +70,7 @@ def protect_collection(
     fit_labels: FitLabels | None = None,
     fit_on: tuple[np.ndarray, np.ndarray] | None = None,
     seed: int = 0,
+    fit_path: str | Path | None = None,
 ) -> ProtectResult:
     """Copy ``source`` into ``target`` with every dense vector replaced by ``transform.apply`` of it.
 
@@ -75,7 +79,9 @@ def protect_collection(
     itself (``target is source``, or the same store and collection) is refused unless ``in_place=True``:
     it overwrites the original vectors irreversibly. ``fit_labels`` gives concept labels for the fit
     sample (transforms such as LEACE use them); ``fit_on`` = (vectors, labels) fits on those instead of the
-    source, e.g. ``vdbguard.transforms.concepts.corpus_concept_set(embedder, "PERSON")``.
+    source, e.g. ``vdbguard.transforms.concepts.corpus_concept_set(embedder, "PERSON")``. ``fit_path``: a saved
+    fit (``vdbguard.transforms.fitting``) to load instead of fitting, or where to save the fit when it does not
+    exist yet; without it the fit is kept beside ``state_path`` (``<state>.fit.npz``) and reused on resume.
     Records without a usable vector are skipped and counted; a transform failure stops the run with a
     RecordError naming the record (resume after fixing it).
     """
@@ -110,10 +116,18 @@ def protect_collection(
     dimension = info.dimension or _first_dimension(source, batch_size)
     if dimension is None:  # nothing with a vector to copy
         return ProtectResult(copied=0, skipped=int(info.count), dimension=None)
-    if transform.needs_fit and fit_on is not None:
-        transform.fit(*fit_on)
-    elif transform.needs_fit:
-        _fit(source, transform, batch_size, fit_sample, fit_labels, seed)
+    save_to = None  # where a fit made now is kept, once it has passed the resume checks
+    if transform.needs_fit:
+        fit_file = _fit_file(fit_path, state_file, transform)
+        # a fit beside the state is reused only to resume: a fresh start (state deleted) fits anew
+        if fit_file is not None and fit_file.exists() and (fit_path is not None or state is not None):
+            load_fit(transform, fit_file, dimension)
+        else:
+            if fit_on is not None:
+                transform.fit(*fit_on)
+            else:
+                _fit(source, transform, batch_size, fit_sample, fit_labels, seed)
+            save_to = fit_file
     identity, out_dim = _transform_identity(transform, dimension)
     if state is None:
         state = {**key, "version": STATE_VERSION, "cursor": None, "copied": 0, "skipped": 0, "problems": []}
@@ -123,7 +137,8 @@ def protect_collection(
         if not _same_transform_identity(state.get("fingerprint"), identity):
             raise VdbguardError(
                 "the transform differs from the one the interrupted copy used (another key, seed or fit)",
-                "resume with the same seeded transform, or delete the state file and the target and start over",
+                "resume with the same key, seed and saved fit (fit_path, or the .fit.npz beside the state file), or "
+                "delete the state file and the target and start over",
             )
         if "apply" not in identity and transform.seed is not None:
             raise VdbguardError(
@@ -132,6 +147,8 @@ def protect_collection(
                 "resume with seed=None (fresh randomness)",
             )
         resumed = True
+    if save_to is not None:
+        save_fit(transform, save_to)
     target.ensure_collection(out_dim, info.metric or "cosine", info.vector_names)
 
     protector = Protector(transform)
@@ -263,6 +280,15 @@ def _fit(
         raise VdbguardError(
             f"fitting transform {transform.name!r} on {len(sample)} vectors failed: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _fit_file(fit_path: str | Path | None, state_file: Path | None, transform: Transform) -> Path | None:
+    """Where the fit is kept: ``fit_path``, else beside the state file when the transform can save its fit."""
+    if fit_path is not None:
+        return Path(fit_path)
+    if state_file is None or not can_save_fit(transform):
+        return None
+    return state_file.with_name(state_file.name + ".fit.npz")
 
 
 def _first_dimension(source: Connector, batch_size: int) -> int | None:

@@ -23,12 +23,21 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "mx", "prof", "sir", "madam"})
+
+
+def name_parts(name: str) -> list[str]:
+    """A name's tokens without titles and initials: "Mr J. Jenkins" is recovered by "jenkins", not by "mr"."""
+    parts = [part for part in tokens(name) if len(part) > 1 and part not in TITLES]
+    return parts or tokens(name)
+
+
 def name_recovery(prediction: str, names: Sequence[str]) -> tuple[list[bool], list[bool], list[bool]]:
-    """Per name: first name recovered, last name recovered, both recovered."""
+    """Per name: first name recovered, last name recovered, both recovered (titles and initials left out)."""
     predicted = set(tokens(prediction))
     first, last, full = [], [], []
     for name in names:
-        parts = tokens(name)
+        parts = name_parts(name)
         first.append(parts[0] in predicted)
         last.append(parts[-1] in predicted)
         full.append(all(part in predicted for part in parts))

@@ -283,6 +283,38 @@ def test_guard_refuses_unknown_and_already_guarded_clients(qdrant: Any) -> None:
         guard(qdrant, lambda v: v)  # type: ignore[arg-type]
 
 
+def test_guard_fits_on_a_sample_saves_the_fit_and_a_second_guard_loads_it(qdrant: Any, tmp_path: Path) -> None:
+    from qdrant_client import models
+
+    from vdbguard.transforms.quantize import ProductQuantize
+
+    fit_path, vectors = tmp_path / "pq.fit.npz", unit_rows(4, 8, seed=5)
+    first = ProductQuantize(3)  # seed=None: a second fit would give other codebooks
+    writer = guard(qdrant, first, fit_sample=unit_rows(64, 8, seed=4), fit_path=fit_path)
+    assert first.fitted and fit_path.exists()
+    writer.upsert("plain", [models.PointStruct(id=i, vector=vectors[i].tolist()) for i in range(2)])
+    second = ProductQuantize(3)
+    other_process = guard(qdrant, second, fit_path=fit_path)  # no sample: the fit can only come from the file
+    other_process.upsert("plain", [models.PointStruct(id=i, vector=vectors[i].tolist()) for i in range(2, 4)])
+    stored = stored_qdrant(qdrant, "plain", [0, 1, 2, 3])
+    expected = first.apply(vectors)
+    for i in range(4):
+        np.testing.assert_allclose(stored[str(i)].vector, expected[i], atol=1e-6)
+
+
+def test_guard_refuses_an_unfitted_transform_before_any_write(qdrant: Any, tmp_path: Path) -> None:
+    from vdbguard.transforms.leace import LeaceErasure
+    from vdbguard.transforms.quantize import Int8Quantize
+
+    with pytest.raises(VdbguardError, match="'int8' needs a fit before anything is written") as raised:
+        guard(qdrant, Int8Quantize(8), fit_path=tmp_path / "missing.npz")
+    assert "fit_sample=" in raised.value.hint
+    with pytest.raises(VdbguardError, match="needs labels") as raised:
+        guard(qdrant, LeaceErasure(1.0), fit_sample=unit_rows(64, 8))
+    assert "corpus_concept_set" in raised.value.hint
+    assert qdrant.count("plain").count == 0 and not (tmp_path / "missing.npz").exists()
+
+
 # -- Chroma (embedded) -----------------------------------------------------------------------------------
 
 

@@ -18,13 +18,15 @@ from scipy import integrate
 from scipy.special import ive
 
 from vdbguard.errors import VdbguardError
+from vdbguard.pii import PiiType
 from vdbguard.transforms import transform_classes
 from vdbguard.transforms.gaussian import GaussianNoise
 from vdbguard.transforms.ldp import GeneralizedLaplace, Purkayastha, sample_purkayastha_angles, sample_vmf_cosines
 from vdbguard.transforms.quantize import BinaryQuantize, Int8Quantize, PcaReduce, ProductQuantize
 
 # Concept transforms (fitted on labels) have their own tests in test_concept_transforms.py.
-UNLABELLED = sorted(name for name, cls in transform_classes().items() if not cls.needs_labels)
+# Text-side transforms (redact) work before the embedder; their tests are near "redaction" below.
+UNLABELLED = sorted(name for name, cls in transform_classes().items() if not cls.needs_labels and not cls.text_side)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -406,3 +408,108 @@ def test_redaction_replaces_pii_with_type_placeholders() -> None:
     only_email = Redactor(types=["EMAIL"], placeholder="[{type}]")
     text = "Mail Alicia Baker at alicia.baker@example.org today."
     assert only_email.redact(text) == "Mail Alicia Baker at [EMAIL] today."
+
+
+NOTE = (
+    "Jane Doe of Microsoft wrote from jane.doe@example.com, phone 555-867-5309, about her hypertension "
+    "and metformin. Born on March 3, 1980."
+)
+
+
+def test_redact_transform_sweeps_weakest_first_and_refuses_vectors() -> None:
+    from vdbguard.corpus import synthetic_pii
+    from vdbguard.transforms.redaction import TextRedaction
+
+    cls = transform_classes()["redact"]
+    assert cls is TextRedaction and cls.text_side and cls.name == "redact" and cls.description
+    strengths = cls.default_strengths
+    assert list(strengths) == sorted(strengths, reverse=True)  # a lower confidence cut-off redacts more
+    items = synthetic_pii(40, seed=21)
+    texts = [item.text for item in items]
+    values = [v for item in items for vs in item.values.values() for v in vs]
+
+    def survivors(strength: float) -> int:
+        out = TextRedaction(strength).transform_texts(texts)
+        return sum(v in text for item, text in zip(items, out, strict=True) for vs in item.values.values() for v in vs)
+
+    weak, strong = survivors(strengths[0]), survivors(strengths[-1])
+    assert weak > strong and strong <= 0.12 * len(values), (weak, strong, len(values))
+    transform = TextRedaction(strengths[-1])
+    with pytest.raises(VdbguardError) as raised:
+        transform.apply(unit_rows(2, 8, seed=0))
+    assert "GuardedEmbeddings" in str(raised.value.hint) and "redact_then_embed" in str(raised.value.hint)
+    x = unit_rows(3, 8, seed=0)
+    np.testing.assert_array_equal(transform.apply_query(x), x)  # queries are not redacted by default
+    seen: list[str] = []
+    vectors = transform.write_path([NOTE], lambda batch: seen.extend(batch) or unit_rows(len(batch), 8, seed=1))
+    assert vectors.shape == (1, 8) and "Jane" not in seen[0] and "<PERSON>" in seen[0]
+    params = transform.params()
+    assert params["strength"] == strengths[-1] and params["mode"] == "placeholder" and "key_id" not in params
+    with pytest.raises(VdbguardError):
+        TextRedaction(1.5)
+
+
+def test_redact_policy_keeps_what_it_is_told() -> None:
+    from vdbguard.transforms.redaction import TextRedaction
+
+    (everything,) = TextRedaction().transform_texts([NOTE])
+    assert "Jane" not in everything and "jane.doe@" not in everything and "555-867-5309" not in everything
+    assert "hypertension" not in everything and "<MEDICAL>" in everything and "<DATE_OF_BIRTH>" in everything
+    assert "Microsoft" in everything  # organisations are not PII types: never redacted
+    (kept,) = TextRedaction(keep=["medical", "ORGANIZATION"]).transform_texts([NOTE])
+    assert "hypertension" in kept and "metformin" in kept and "Microsoft" in kept and "Jane" not in kept
+    (only,) = TextRedaction(types=["EMAIL"], placeholder="[{type}]").transform_texts([NOTE])
+    assert "[EMAIL]" in only and "Jane Doe" in only and "555-867-5309" in only
+    assert TextRedaction(types=["EMAIL"]).params()["types"] == ["EMAIL"]
+    with pytest.raises(VdbguardError, match="unknown PII type"):
+        TextRedaction(types=["ORGANIZATION"])
+    with pytest.raises(VdbguardError, match="left to redact"):
+        TextRedaction(types=["EMAIL"], keep=["EMAIL"])
+    with pytest.raises(VdbguardError, match="mode"):
+        TextRedaction(mode="hash")
+
+
+def test_redact_pseudonyms_are_keyed_consistent_and_never_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vdbguard.transforms.keyed import KEY_ENV
+    from vdbguard.transforms.redaction import TextRedaction
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(VdbguardError) as raised:
+        TextRedaction(mode="pseudonym")
+    assert KEY_ENV in str(raised.value.hint)
+    key = b"k" * 32
+    transform = TextRedaction(mode="pseudonym", key=key)
+    first, second = transform.transform_texts([NOTE, "Call  jane doe back at jane.doe@example.com."])
+    again = TextRedaction(mode="pseudonym", key=key).transform_texts([NOTE])[0]
+    other = TextRedaction(mode="pseudonym", key=b"o" * 32).transform_texts([NOTE])[0]
+    assert first == again != other
+    for original in ("Jane", "Doe", "jane.doe@example.com", "555-867-5309", "1980"):
+        assert original not in first and original not in other
+    assert "<MEDICAL>" in first and "Microsoft" in first  # no fake keeps a condition's meaning
+    name = first.split(" of Microsoft")[0]
+    email = transform.redactor.pseudonym(PiiType.EMAIL, "jane.doe@example.com")
+    assert name in second and email in first and email in second  # same value, same fake (case, spacing aside)
+    params = transform.params()
+    assert params["mode"] == "pseudonym" and params["key_id"] and "key" not in params
+    assert "k" * 32 not in repr(transform) and params != TextRedaction(mode="pseudonym", key=b"o" * 32).params()
+    monkeypatch.setenv(KEY_ENV, "k" * 32)
+    assert TextRedaction(mode="pseudonym").transform_texts([NOTE])[0] == first
+
+
+def test_redaction_takes_the_surname_the_detector_left_beside_a_name() -> None:
+    """The detector often finds a first name and misses the surname next to it (or the reverse); the
+    surname identifies someone, so the redacted span grows over adjacent capitalised words and initials,
+    but not over a word capitalised only because it starts the sentence."""
+    from vdbguard.transforms.redaction import TextRedaction
+
+    redaction = TextRedaction(0.4)
+    cases = {
+        "Csilla Horváth wrote: return True if dtype is a pandas StringDtype.": "Horváth",
+        "Produce a copy of this type object. (thanks to Erzsébet Hajdu)": "Erzsébet",
+        "Represent a Python-side type-coercion wrapper. Tested by Brett Green.": "Green",
+    }
+    for text, surname in cases.items():
+        (redacted,) = redaction.transform_texts([text])
+        assert surname not in redacted and "<PERSON>" in redacted, redacted
+    (kept,) = redaction.transform_texts(["Computes the factorization. Ask Mr Nagi for details."])
+    assert kept.startswith("Computes the factorization. Ask <PERSON>") and "Nagi" not in kept, kept

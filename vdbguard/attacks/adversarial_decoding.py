@@ -100,6 +100,7 @@ class AdversarialDecoding(Attack):
     )
     version: ClassVar[int] = 2  # 2: residual polish
     kind: ClassVar[str] = "inversion"
+    zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25
     settings = (
         "beam_width",

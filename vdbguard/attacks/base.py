@@ -50,6 +50,9 @@ class Attack(ABC):
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"  # "inversion" recovers text; "probe" scores attributes
     rank: ClassVar[int] = 0  # `--attack strongest` falls back to the highest rank for embedders nobody measured
+    # learns nothing from the corpus (it searches with the target embedder): retraining it on protected
+    # vectors changes nothing, so an adaptive version maps protected vectors back instead (evaluate.defense)
+    zero_shot: ClassVar[bool] = False
     threshold: float
     _metrics: dict[str, float]
     # constructor arguments that save() keeps under their own names and load() passes back

@@ -162,6 +162,7 @@ class GradientInversion(Attack):
     description: ClassVar[str] = "Song & Raghunathan 2020 white-box inversion: gradient descent on soft input tokens"
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
+    zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 5
 
     def __init__(

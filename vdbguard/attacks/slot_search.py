@@ -47,11 +47,12 @@ from sklearn.linear_model import LogisticRegression
 
 from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
 from vdbguard.corpus import LabelledText
+from vdbguard.corpus.embedded import embed_list
 from vdbguard.pii import PiiType
+from vdbguard.text import TITLES
 
 __all__ = ["SlotSearchAttack", "name_gazetteer", "split_person_name"]
 
-_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "mx", "prof", "sir", "madam"})
 _NAME_SHAPE = re.compile(r"^[A-Z][A-Za-z'-]*[a-z]$")
 _INITIAL = re.compile(r"^[A-Z]\.?$")
 _SLOT = "\u27e8NAME\u27e9"  # stands for the name in a skeleton sentence
@@ -87,7 +88,7 @@ def split_person_name(value: str) -> tuple[str | None, str | None]:
     last part (as the harness scores it). "Mr. Smith" -> (None, "Smith"); "Jane" -> ("Jane", None)."""
     tokens = value.replace(",", " ").split()
     titled = False
-    while tokens and tokens[0].rstrip(".").lower() in _TITLES:
+    while tokens and tokens[0].rstrip(".").lower() in TITLES:
         tokens, titled = tokens[1:], True
     tokens = [t for t in tokens if not _INITIAL.match(t)]
     if not tokens:
@@ -178,8 +179,8 @@ class SlotSearchAttack(Attack):
         self._metrics["person_probe_auc"] = probe.auc
 
         self.first_names, self.last_names = name_gazetteer(self.locales)
-        self.first_vectors = l2_normalise(self.embedder.encode(self.first_names))
-        self.last_vectors = l2_normalise(self.embedder.encode(self.last_names))
+        self.first_vectors = l2_normalise(embed_list(self.embedder, self.first_names))
+        self.last_vectors = l2_normalise(embed_list(self.embedder, self.last_names))
         if progress:
             progress(1)
 

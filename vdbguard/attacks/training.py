@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +73,22 @@ def _defense_key(defense: Transform) -> str:
     return hashlib.sha256(description.encode()).hexdigest()[:12]
 
 
+def protected_embeddings(
+    defense: Transform,
+    embedder: Embedder,
+    corpus: Sequence[LabelledText],
+    progress: ProgressSink | None = None,
+    cache: Path | None = None,
+) -> np.ndarray:
+    """The corpus as an attacker who knows the pipeline would see it after ``defense``: redacted text
+    embedded (text-side transforms) or embedded vectors transformed."""
+    if defense.text_side:
+        texts = defense.transform_texts([item.text for item in corpus])
+        redacted = [replace(item, text=text) for item, text in zip(corpus, texts, strict=True)]
+        return embed_corpus(embedder, redacted, progress, cache)
+    return defense.apply(embed_corpus(embedder, corpus, progress, cache))
+
+
 def trained_attacks(
     embedder: Embedder,
     attack_names: Sequence[str],
@@ -105,9 +121,11 @@ def trained_attacks(
             attacks.append(attack)
             continue
         if embeddings is None:
-            embeddings = embed_corpus(embedder, corpus, progress, cache)
-            if defense is not None:
-                embeddings = defense.apply(embeddings)
+            embeddings = (
+                embed_corpus(embedder, corpus, progress, cache)
+                if defense is None
+                else protected_embeddings(defense, embedder, corpus, progress, cache)
+            )
         attack = cls()
         attack.embedder = embedder
         with progress.task(f"Training {name}", None) as advance:

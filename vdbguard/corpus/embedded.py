@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,19 @@ def embed_corpus(
         return np.load(path)
     with (progress or Silent()).task("Embedding training corpus", len(corpus)) as advance:
         embeddings = embedder.encode([item.text for item in corpus], progress=advance)
+    with atomic_write(path) as handle:
+        np.save(handle, embeddings)
+    return embeddings
+
+
+def embed_list(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> np.ndarray:
+    """Embeddings of a fixed word list (a name gazetteer), cached on disk by embedder and list, so an attack
+    retrained once per defense setting embeds its ~31k names once."""
+    digest = hashlib.sha256("\n".join([embedder.fingerprint, *texts]).encode()).hexdigest()[:16]
+    path = (cache_dir or cache_root()) / "embeddings" / f"list-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    embeddings = embedder.encode(list(texts))
     with atomic_write(path) as handle:
         np.save(handle, embeddings)
     return embeddings

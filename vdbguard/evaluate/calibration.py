@@ -1,16 +1,16 @@
-"""Pick the weakest transform setting that meets a leakage target within a retrieval budget."""
+"""Pick the weakest transform setting that holds against the strongest attacker, adapted, within a recall budget."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
-from vdbguard.evaluate.data import EvalItem
-from vdbguard.evaluate.defense import DefensePoint, evaluate_defense
-from vdbguard.progress import ProgressSink
-from vdbguard.transforms import transform_classes
+from vdbguard.evaluate.defense import DefenseBench, DefensePoint
+from vdbguard.transforms.base import Transform
+from vdbguard.transforms.chain import check_name, sweep
+
+CLOSEST = 3
 
 
 @dataclass
@@ -21,50 +21,76 @@ class Calibration:
     target_leakage_cut: float
     points: list[DefensePoint]
     chosen: DefensePoint | None
+    attacks: tuple[str, ...] = ()
+    cheap: bool = False
+
+    def within_budget(self, point: DefensePoint) -> bool:
+        return point.recall_loss <= self.max_recall_loss
+
+    def holds(self, point: DefensePoint) -> bool:
+        """The cut holds against the strongest attacker, the adaptive one included (never measured: no)."""
+        cut = point.worst_cut
+        return cut is not None and cut >= self.target_leakage_cut
 
     def meets(self, point: DefensePoint) -> bool:
-        return point.recall_loss <= self.max_recall_loss and point.leakage_cut >= self.target_leakage_cut
+        return self.within_budget(point) and self.holds(point)
+
+    def closest(self) -> list[DefensePoint]:
+        """When nothing meets both targets: the largest cuts within the recall budget, then the cheapest
+        settings that reach the cut at a larger recall loss."""
+        within = sorted((p for p in self.points if self.within_budget(p)), key=lambda p: -(p.worst_cut or 0.0))
+        beyond = sorted((p for p in self.points if self.holds(p) and not self.within_budget(p)), key=_loss)
+        return within[:CLOSEST] + beyond[:1]
+
+
+def _loss(point: DefensePoint) -> float:
+    return point.recall_loss
+
+
+def default_transforms() -> tuple[str, ...]:
+    from vdbguard.transforms import transform_classes
+
+    return tuple(name for name, cls in sorted(transform_classes().items()) if cls.default_strengths)
 
 
 def calibrate(
-    items: Sequence[EvalItem],
-    embedder: Embedder,
+    bench: DefenseBench,
     *,
     max_recall_loss: float,
     target_leakage_cut: float,
     transform_names: Sequence[str] = (),
-    attack_names: Sequence[str] = (),
-    profile: str = "default",
-    progress: ProgressSink | None = None,
     on_skip: Callable[[str, VdbguardError], None] | None = None,
 ) -> Calibration:
-    """Try each transform's strengths weakest first, against the attacker trained on clean vectors.
+    """Try each transform's strengths weakest first against ``bench``'s attacks, the adaptive ones included.
 
-    A transform stops at its first setting over the recall budget (stronger ones only lose more) or
-    at its first that meets the leakage target; among transforms, the one losing the least recall wins.
+    A transform stops at its first setting over the recall budget (stronger ones only lose more) or at its
+    first that holds; among transforms, the one losing the least recall wins. A setting whose cut only
+    the clean-trained attacker respects is never chosen.
     """
-    classes = transform_classes()
-    unknown = sorted(set(transform_names) - set(classes))
-    if unknown:
-        raise VdbguardError(f"unknown transform(s) {', '.join(unknown)}", "see `vdbguard transforms list`")
-    names = transform_names or tuple(n for n, c in sorted(classes.items()) if c.default_strengths)
-    points: list[DefensePoint] = []
-    chosen: DefensePoint | None = None
+    names = tuple(transform_names) or default_transforms()
     for name in names:
-        for strength in classes[name].default_strengths:
-            try:
-                transform = classes[name](strength=strength, seed=0)
-            except VdbguardError as exc:  # a keyed transform without a key: say so, try the others
-                if on_skip:
-                    on_skip(name, exc)
+        check_name(name)
+    result = Calibration(max_recall_loss, target_leakage_cut, [], None, bench.attack_names, bench.cheap)
+    for name in names:
+        for transform in _settings(name, on_skip):
+            point = bench.measure(transform, adaptive=True)
+            result.points.append(point)
+            if not result.within_budget(point):
                 break
-            point = evaluate_defense(
-                transform, embedder, items, attacks=attack_names, profile=profile, adaptive=False, progress=progress
-            )
-            points.append(point)
-            if point.recall_loss > max_recall_loss:
+            if result.holds(point):
+                if result.chosen is None or point.recall_loss < result.chosen.recall_loss:
+                    result.chosen = point
                 break
-            if point.leakage_cut >= target_leakage_cut:
-                chosen = chosen if chosen and chosen.recall_loss <= point.recall_loss else point
-                break
-    return Calibration(max_recall_loss, target_leakage_cut, points, chosen)
+    return result
+
+
+def _settings(name: str, on_skip: Callable[[str, VdbguardError], None] | None) -> list[Transform]:
+    """The transform at each strength it sweeps, weakest first; [] (said through ``on_skip``) when it cannot
+    be built here, e.g. a keyed transform without a key."""
+    try:
+        return sweep(name)
+    except VdbguardError as exc:
+        if on_skip is None:
+            raise
+        on_skip(name, exc)
+        return []

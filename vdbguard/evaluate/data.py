@@ -1,4 +1,8 @@
-"""Held-out evaluation data: one JSON object per line, ``{"text": "...", "names": ["Jane Doe"]}``."""
+"""Held-out evaluation data: one JSON object per line, ``{"text": "...", "names": ["Jane Doe"], "pii": [...]}``.
+
+``names`` are the people the text names; ``pii`` any other PII values in it (emails, phone numbers, ids).
+Both are optional: without them leakage is measured on the text's content words.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from vdbguard.errors import VdbguardError
 class EvalItem:
     text: str
     names: tuple[str, ...] = ()
+    pii: tuple[str, ...] = ()
 
 
 def load_jsonl(path: Path) -> list[EvalItem]:
@@ -30,10 +35,13 @@ def load_jsonl(path: Path) -> list[EvalItem]:
         text = row.get("text") if isinstance(row, dict) else None
         if not isinstance(text, str) or not text.strip():
             raise VdbguardError(f"{path}:{number}: field 'text' must be a non-empty string")
-        names = row.get("names") or []
-        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
-            raise VdbguardError(f"{path}:{number}: field 'names' must be a list of non-empty strings")
-        items.append(EvalItem(text=text, names=tuple(names)))
+        values = {}
+        for key in ("names", "pii"):
+            listed = row.get(key) or []
+            if not isinstance(listed, list) or not all(isinstance(n, str) and n.strip() for n in listed):
+                raise VdbguardError(f"{path}:{number}: field {key!r} must be a list of non-empty strings")
+            values[key] = tuple(listed)
+        items.append(EvalItem(text=text, **values))
     if not items:
         raise VdbguardError(f"{path} holds no records")
     return items

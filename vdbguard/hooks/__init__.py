@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from vdbguard.hooks.guard import guard
 from vdbguard.hooks.policy import Candidate, Decision, Policy, ProtectAll, ProtectFlagged
-from vdbguard.hooks.protector import Protector, changes_space
+from vdbguard.hooks.protector import Protector, changes_space, redact_then_embed
 
 __all__ = [
     "Candidate",
@@ -20,4 +20,5 @@ __all__ = [
     "Protector",
     "changes_space",
     "guard",
+    "redact_then_embed",
 ]

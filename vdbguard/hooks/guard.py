@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vdbguard.errors import VdbguardError
 from vdbguard.hooks.policy import Policy
 from vdbguard.hooks.protector import Item, Protector, changes_space, resolve_policy
 from vdbguard.hooks.proxy import GuardedProxy
 from vdbguard.transforms.base import Transform
+from vdbguard.transforms.fitting import ensure_fitted
 
 __all__ = ["Item", "Protector", "changes_space", "guard", "resolve_policy"]
 
@@ -71,15 +75,22 @@ def guard(
     policy: Policy | None = None,
     detector: Any = None,
     vector_names: Collection[str] | None = None,
+    fit_path: str | Path | None = None,
+    fit_sample: np.ndarray | None = None,
 ) -> Any:
     """Wrap ``client`` so that every vector it writes goes through ``transform`` first.
 
     ``policy`` defaults to ``ProtectAll()``; ``detector=`` is short for ``policy=ProtectFlagged(detector)``.
-    ``vector_names`` limits protection to those named vectors (default: every dense vector). The
-    transform must already be fitted when it ``needs_fit``. The returned object delegates everything
-    else to ``client``; its ``last_decisions`` are the policy's decisions for the last write call.
+    ``vector_names`` limits protection to those named vectors (default: every dense vector). A transform
+    that ``needs_fit`` and is not fitted yet loads the fit saved at ``fit_path``, else is fitted on
+    ``fit_sample`` (sample vectors, shape (n, dim)) and the fit saved to ``fit_path``, so every process
+    writing or querying the store applies the same map; with neither, guard raises before any write.
+    The returned object delegates everything else to ``client``; its ``last_decisions`` are the
+    policy's decisions for the last write call.
     """
     if isinstance(client, GuardedProxy):
         raise VdbguardError("this client is already guarded", "guard the original client once")
     wrapper = _wrapper_for(client)
-    return wrapper(client, Protector(transform, resolve_policy(policy, detector), vector_names=vector_names))
+    protector = Protector(transform, resolve_policy(policy, detector), vector_names=vector_names)
+    ensure_fitted(transform, fit_path, fit_sample)
+    return wrapper(client, protector)

@@ -3,7 +3,9 @@
 LlamaIndex embeds nodes with ``get_text_embedding_batch`` (which calls ``_get_text_embeddings``) and
 queries with ``get_query_embedding``; the wrapper runs the inner model, then ``transform.apply`` on
 node vectors (fail closed: a RecordError names the text by its position in the batch) and
-``transform.apply_query`` on query vectors when the transform changes the stored space.
+``transform.apply_query`` on query vectors when the transform changes the stored space. A text-side
+transform (``redact``) edits the texts before the inner model sees them instead; queries too when
+its ``redact_queries`` is set.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class GuardedEmbedding(BaseEmbedding):
         kwargs.setdefault("embed_batch_size", embed_model.embed_batch_size)
         super().__init__(**kwargs)
         self._inner = embed_model
-        self._protector = Protector(transform, resolve_policy(policy, detector))
+        self._protector = Protector(transform, resolve_policy(policy, detector), on_text=True)
 
     @classmethod
     def class_name(cls) -> str:
@@ -57,9 +59,10 @@ class GuardedEmbedding(BaseEmbedding):
         return self._protector.last_decisions
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._protector.query_list(self._inner.get_query_embedding(query))
+        return self._protector.query_list(self._inner.get_query_embedding(self._protector.query_text(query)))
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
+        query = self._protector.query_text(query)
         return self._protector.query_list(await self._inner.aget_query_embedding(query))
 
     def _get_text_embedding(self, text: str) -> list[float]:
@@ -69,7 +72,8 @@ class GuardedEmbedding(BaseEmbedding):
         return (await self._aget_text_embeddings([text]))[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._protector.protect_texts(texts, self._inner.get_text_embedding_batch(texts), _SOURCE)
+        return self._protector.embed_texts(texts, self._inner.get_text_embedding_batch, _SOURCE)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._protector.protect_texts(texts, await self._inner.aget_text_embedding_batch(texts), _SOURCE)
+        model_texts = self._protector.model_texts(texts)
+        return self._protector.protect_texts(texts, await self._inner.aget_text_embedding_batch(model_texts), _SOURCE)

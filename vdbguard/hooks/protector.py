@@ -16,23 +16,19 @@ import numpy as np
 
 from vdbguard.errors import MissingExtraError, RecordError, VdbguardError
 from vdbguard.hooks.policy import Candidate, Decision, Policy, ProtectAll, ProtectFlagged
-from vdbguard.transforms.base import Transform
+from vdbguard.transforms.base import Transform, changes_space
 
-__all__ = ["Item", "Protector", "changes_space", "needs_extra", "resolve_policy"]
+__all__ = [
+    "Item",
+    "Protector",
+    "changes_space",
+    "has_vector_stage",
+    "needs_extra",
+    "redact_then_embed",
+    "resolve_policy",
+]
 
 NUMBER_TYPES = (int, float, np.number)
-
-
-def changes_space(transform: Transform) -> bool:
-    """Whether stored vectors live in another space than raw queries (so queries need ``apply_query``).
-
-    A transform may say so with a ``changes_space`` attribute; otherwise overriding ``apply_query``
-    is taken as the sign (the base class's is the identity).
-    """
-    explicit = getattr(transform, "changes_space", None)
-    if isinstance(explicit, bool):
-        return explicit
-    return type(transform).apply_query is not Transform.apply_query
 
 
 @dataclass
@@ -45,11 +41,26 @@ class Item:
     payload: Mapping[str, Any] | None = field(default=None, repr=False)
 
 
+def has_vector_stage(transform: Transform) -> bool:
+    """Whether ``apply`` runs after embedding: always, except for a text-side transform with no vector
+    parts (``redact`` alone; a chain such as ``redact+gaussian`` lists its ``vector_parts``)."""
+    return not transform.text_side or bool(getattr(transform, "vector_parts", ()))
+
+
 class Protector:
-    """The engine-neutral core: validate, decide, transform, validate again, all before any write."""
+    """The engine-neutral core: validate, decide, transform, validate again, all before any write.
+
+    ``on_text``: the caller hands over texts before they are embedded (the framework embedding
+    wrappers, ``redact_then_embed``), which text-side transforms such as ``redact`` need.
+    """
 
     def __init__(
-        self, transform: Transform, policy: Policy | None = None, *, vector_names: Collection[str] | None = None
+        self,
+        transform: Transform,
+        policy: Policy | None = None,
+        *,
+        vector_names: Collection[str] | None = None,
+        on_text: bool = False,
     ) -> None:
         if not isinstance(transform, Transform):
             raise VdbguardError(
@@ -61,6 +72,19 @@ class Protector:
         self.changes_space = changes_space(transform)
         self.vector_names = frozenset(vector_names) if vector_names is not None else None
         self.name = str(getattr(transform, "name", type(transform).__name__))
+        if transform.text_side and not on_text:
+            raise VdbguardError(
+                f"transform {self.name!r} redacts text before it is embedded, and this hook only sees vectors",
+                "wrap the embedding model instead (vdbguard.hooks.langchain.GuardedEmbeddings, "
+                "vdbguard.hooks.llamaindex.GuardedEmbedding), or embed with "
+                "vdbguard.hooks.redact_then_embed(texts, embed)",
+            )
+        if transform.text_side and self.policy.selective:
+            raise VdbguardError(
+                f"transform {self.name!r} redacts text, so a selective policy has nothing to choose: "
+                "text without detected PII already reaches the embedder unchanged",
+                "drop policy= / detector= (redaction decides per span; its types= and keep= say what is redacted)",
+            )
         if self.policy.selective and self.changes_space:
             raise VdbguardError(
                 f"transform {self.name!r} changes the stored space, so it cannot protect only some records",
@@ -151,14 +175,63 @@ class Protector:
             raise VdbguardError(f"transform {self.name!r} turned the {what} into NaN, infinite or misshapen values")
         return result[0] if arr.ndim == 1 else result
 
+    def model_texts(self, texts: Sequence[str]) -> list[str]:
+        """What the embedding model may see of ``texts``: the transform's text stage (redaction) applied.
+
+        Fails closed: a text the stage cannot handle raises a RecordError naming ``texts[i]`` before
+        anything is embedded.
+        """
+        if not self.transform.text_side:
+            return list(texts)
+        try:
+            out = self.transform.transform_texts(texts)
+        except Exception as exc:
+            failing = next((i for i, t in enumerate(texts) if _raises(self.transform.transform_texts, [t])), None)
+            problem = f"{type(exc).__name__}: {exc}"
+            if failing is None:
+                raise VdbguardError(
+                    f"transform {self.name!r} failed on a batch of {len(texts)} texts: {problem}"
+                ) from exc
+            raise RecordError(
+                f"texts[{failing}]", "text", f"could not be redacted by transform {self.name!r}: {problem}"
+            ) from exc
+        if len(out) != len(texts) or not all(isinstance(t, str) for t in out):
+            raise VdbguardError(
+                f"transform {self.name!r} returned {len(out)} texts for {len(texts)}",
+                "a text-side transform must return one string per input text",
+            )
+        return out
+
+    def query_text(self, text: str) -> str:
+        """The query as the embedding model may see it: redacted only if the transform's ``redact_queries`` says so."""
+        if not (self.transform.text_side and getattr(self.transform, "redact_queries", False)):
+            return text
+        try:
+            (out,) = self.transform.transform_texts([text])
+        except Exception as exc:
+            raise VdbguardError(
+                f"transform {self.name!r} could not redact the query: {type(exc).__name__}: {exc}",
+                "nothing was embedded; shorten or clean the query",
+            ) from exc
+        return out
+
+    def embed_texts(
+        self, texts: Sequence[str], embed: Callable[[list[str]], Sequence[Sequence[float]]], source: str
+    ) -> list[list[float]]:
+        """The whole write path for texts: text stage, ``embed`` (the model, named ``source``), vector stage."""
+        return self.protect_texts(texts, embed(self.model_texts(texts)), source)
+
     def protect_texts(self, texts: Sequence[str], vectors: Sequence[Sequence[float]], source: str) -> list[list[float]]:
-        """The embeddings a framework model (``source``) made of ``texts``, protected as lists.
+        """The embeddings a model (``source``) made of ``texts`` (after :meth:`model_texts`), protected as lists.
 
         The one text path of the LangChain and LlamaIndex wrappers: record ids are ``texts[i]``, the
         field is ``embedding``, and a vector that cannot be protected fails the whole batch.
         """
         if len(vectors) != len(texts):
             raise VdbguardError(f"{source} returned {len(vectors)} vectors for {len(texts)} texts")
+        if not has_vector_stage(self.transform):
+            self.policy.decide([Candidate(f"texts[{i}]", t) for i, t in enumerate(texts)])
+            return [list(map(float, v)) for v in vectors]
         items = [
             Item(f"texts[{i}]", {"embedding": v}, document=t)
             for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
@@ -306,3 +379,20 @@ def needs_extra(module: str, extra: str) -> Iterator[None]:
         yield
     except ImportError as exc:
         raise MissingExtraError(module, extra) from exc
+
+
+def redact_then_embed(
+    texts: Sequence[str], embed: Callable[[list[str]], Any], transform: Transform | None = None
+) -> list[list[float]]:
+    """``embed(texts)`` for a pipeline that embeds itself, but ``embed`` only ever sees redacted text.
+
+    ``transform`` defaults to ``TextRedaction()``; pass one built once to reuse it (and for a chain
+    such as ``redact+gaussian`` its vector stage runs too). Fails closed: a text that cannot be
+    redacted raises a RecordError naming ``texts[i]`` and nothing is embedded.
+    """
+    if transform is None:
+        from vdbguard.transforms.redaction import TextRedaction
+
+        transform = TextRedaction()
+    protector = Protector(transform, on_text=True)
+    return protector.embed_texts(texts, embed, "embed")

@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from vdbguard.attacks import Attack
+from vdbguard.attacks.alignment import AlignedAttack, load_mapping, ridge_map
 from vdbguard.attacks.base import l2_normalise
 from vdbguard.attacks.pii_probe import PiiProbeAttack
 from vdbguard.connectors.base import Connector
@@ -35,7 +36,6 @@ from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import OwnerCalibration, TypeQuality
-from vdbguard.scan.alignment import AlignedAttack, load_mapping, ridge_map
 from vdbguard.scan.engine import Scanner
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 

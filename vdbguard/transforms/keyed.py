@@ -39,12 +39,12 @@ _KEY_HINT = (
 )
 
 
-def load_key(key: bytes | str | None) -> bytes:
+def load_key(key: bytes | str | None, what: str = "this keyed transform") -> bytes:
     """The secret key as bytes: the argument, else ``$VDBGUARD_TRANSFORM_KEY``; at least 32 bytes."""
     if key is None:
         key = os.environ.get(KEY_ENV) or None
         if key is None:
-            raise VdbguardError("this keyed transform needs a secret key", _KEY_HINT)
+            raise VdbguardError(f"{what} needs a secret key and none was given", _KEY_HINT)
     if isinstance(key, str):
         text = key.strip()
         try:
@@ -82,7 +82,7 @@ class KeyedTransform(Transform):
 
     def __init__(self, strength: float, seed: int | None, key: bytes | str | None) -> None:
         super().__init__(strength, seed)
-        self._key = load_key(key)
+        self._key = load_key(key, f"transform {self.name!r}")
         self._maps: dict[int, tuple[np.ndarray | None, np.ndarray | None]] = {}
 
     def __repr__(self) -> str:  # never show the key

@@ -15,12 +15,13 @@ not the text: inversion attacks still recover everything else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from vdbguard.errors import VdbguardError
-from vdbguard.transforms.base import Transform
+from vdbguard.transforms.base import Transform, not_fitted_error
 from vdbguard.transforms.concepts import label_columns, one_hot
 from vdbguard.transforms.gaussian import as_rows, renormalize_rows
 
@@ -79,7 +80,7 @@ class LeaceErasure(Transform):
 
     def _erase(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self._left is None or self._right is None or self._bias is None:
-            raise VdbguardError("the leace transform is not fitted", "call fit(vectors, labels) first")
+            raise not_fitted_error(self)
         rows = as_rows(vectors)
         if rows.shape[1] != len(self._bias):
             raise VdbguardError(
@@ -100,3 +101,17 @@ class LeaceErasure(Transform):
 
     def params(self) -> dict[str, Any]:
         return {"strength": self.strength, "renormalize": self.renormalize, "rank": self.rank}
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        if self._left is None or self._right is None or self._bias is None:
+            return {}
+        return {"left": self._left, "right": self._right, "bias": self._bias}
+
+    def load_fit_state(self, state: Mapping[str, np.ndarray]) -> LeaceErasure:
+        left, right, bias = (np.asarray(state[k], dtype=np.float32) for k in ("left", "right", "bias"))
+        self._left, self._right, self._bias = left, right, bias
+        return self
+
+    @property
+    def fit_dim(self) -> int | None:
+        return None if self._bias is None else len(self._bias)

@@ -21,20 +21,17 @@ ranks better than quantizing both). PCA changes the space, so ``apply_query`` pr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from vdbguard.errors import VdbguardError
-from vdbguard.transforms.base import Transform
+from vdbguard.transforms.base import Transform, not_fitted_error
 from vdbguard.transforms.gaussian import as_rows
 
 _CHUNK = 16384  # rows per block when a step needs a (rows × centroids) matrix
 _ENCODE_BLOCK = 2048  # rows per block when encoding: the (rows × 256) scores stay in cache
-
-
-def _not_fitted(name: str) -> VdbguardError:
-    return VdbguardError(f"transform {name!r} is not fitted", "call fit(sample_vectors) before apply()")
 
 
 def _check_dim(rows: np.ndarray, dim: int, name: str) -> None:
@@ -84,7 +81,7 @@ class Int8Quantize(Transform):
     def encode(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(codes, scale)``: int8 codes of shape (n, d) and the float32 scale, (d,) or a 1-element array."""
         if self.scale is None:
-            raise _not_fitted(self.name)
+            raise not_fitted_error(self)
         rows = as_rows(vectors)
         _check_dim(rows, self.scale.size, self.name)
         scaled = rows / self.scale
@@ -95,12 +92,12 @@ class Int8Quantize(Transform):
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         if self.scale is None:
-            raise _not_fitted(self.name)
+            raise not_fitted_error(self)
         return codes.astype(np.float32) * self.scale
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         if self.scale is None:
-            raise _not_fitted(self.name)
+            raise not_fitted_error(self)
         rows = as_rows(vectors)
         _check_dim(rows, self.scale.size, self.name)
         out = rows / self.scale  # fused rint / clip / rescale in float32 skips the int8 round trip
@@ -111,6 +108,17 @@ class Int8Quantize(Transform):
 
     def params(self) -> dict[str, Any]:
         return {"strength": self.strength, "bits": self.bits, "per_dimension": self.per_dimension}
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        return {} if self.scale is None else {"scale": self.scale}
+
+    def load_fit_state(self, state: Mapping[str, np.ndarray]) -> Int8Quantize:
+        self.scale = np.asarray(state["scale"], dtype=np.float32)
+        return self
+
+    @property
+    def fit_dim(self) -> int | None:
+        return None if self.scale is None else int(self.scale.size)
 
 
 class BinaryQuantize(Transform):
@@ -259,7 +267,7 @@ class ProductQuantize(Transform):
     def encode(self, vectors: np.ndarray) -> np.ndarray:
         """Centroid ids, uint8 of shape (n, n_subspaces)."""
         if not self.codebooks:
-            raise _not_fitted(self.name)
+            raise not_fitted_error(self)
         rows = as_rows(vectors)
         _check_dim(rows, self._dim(), self.name)
         # nearest centroid = argmax x·c - ‖c‖²/2: one product with a constant-1 column appended to x
@@ -285,7 +293,7 @@ class ProductQuantize(Transform):
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         if not self.codebooks:
-            raise _not_fitted(self.name)
+            raise not_fitted_error(self)
         out = np.empty((len(codes), self._dim()), dtype=np.float32)
         for j, (cols, book) in enumerate(zip(self.splits, self.codebooks, strict=True)):
             out[:, cols[0] : cols[-1] + 1] = book[codes[:, j]]
@@ -301,6 +309,29 @@ class ProductQuantize(Transform):
             "n_subspaces": len(self.splits) or self.n_subspaces,
             "seed": self.seed,
         }
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        """Subspace widths and the codebooks side by side: (2^bits, d), one column block per subspace."""
+        if not self.codebooks:
+            return {}
+        return {"widths": np.array([len(c) for c in self.splits]), "codebooks": np.hstack(self.codebooks)}
+
+    def load_fit_state(self, state: Mapping[str, np.ndarray]) -> ProductQuantize:
+        widths, books = np.asarray(state["widths"], dtype=np.int64), np.asarray(state["codebooks"], dtype=np.float32)
+        if self.n_subspaces not in (None, len(widths)) or books.shape != (2**self.bits, int(widths.sum())):
+            raise VdbguardError(
+                f"pq: the saved fit has {len(widths)} subspaces of {len(books)} centroids, this transform wants "
+                f"{2**self.bits} centroids" + (f" in {self.n_subspaces} subspaces" if self.n_subspaces else ""),
+                "build the transform with the settings the fit was made with, or fit again",
+            )
+        ends = np.cumsum(widths)
+        self.splits = [np.arange(end - w, end) for w, end in zip(widths, ends, strict=True)]
+        self.codebooks = [np.ascontiguousarray(b) for b in np.split(books, ends[:-1], axis=1)]
+        return self
+
+    @property
+    def fit_dim(self) -> int | None:
+        return self._dim() or None
 
 
 class PcaReduce(Transform):
@@ -349,7 +380,7 @@ class PcaReduce(Transform):
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         if self.components is None or self.mean is None:
-            raise _not_fitted(self.name)
+            raise not_fitted_error(self)
         rows = as_rows(vectors)
         _check_dim(rows, self.components.shape[0], self.name)
         if self.center:
@@ -361,3 +392,21 @@ class PcaReduce(Transform):
 
     def params(self) -> dict[str, Any]:
         return {"strength": self.strength, "output_dim": self.k, "center": self.center, "explained": self.explained}
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        if self.components is None or self.mean is None:
+            return {}
+        return {"mean": self.mean, "components": self.components, "explained": np.array(self.explained)}
+
+    def load_fit_state(self, state: Mapping[str, np.ndarray]) -> PcaReduce:
+        components = np.ascontiguousarray(state["components"], dtype=np.float32)
+        if components.ndim != 2 or components.shape[1] != self.k:
+            raise VdbguardError(f"pca: the saved fit has components of shape {components.shape}, k is {self.k} here")
+        self.mean = np.asarray(state["mean"], dtype=np.float32)
+        self.components = components
+        self.explained = float(state["explained"])
+        return self
+
+    @property
+    def fit_dim(self) -> int | None:
+        return None if self.components is None else int(self.components.shape[0])

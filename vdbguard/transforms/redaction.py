@@ -1,39 +1,138 @@
-"""Text-side redaction before embedding: replace detected PII with type placeholders, then embed.
+"""Redaction before embedding: the one defense that removes a name from a vector is never embedding it.
 
-For pipelines that embed text themselves, the cheapest defence is to never embed the secret:
-``"Call Jane Doe at 555-0100"`` becomes ``"Call <PERSON> at <PHONE>"`` and no inversion attack can
-recover from the vector what was never in it. It is the baseline SPARSE (Tsai et al.,
-arXiv:2602.07090, 2026) compares vector-side defences against. Its limits are the detector's:
-whatever the analyzer misses goes into the vector verbatim (on 200 of vdbguard's synthetic PII
-sentences, 22 of 413 inserted values survived, mostly phone and account numbers), and it also
+``"Call Jane Doe at 555-0100"`` becomes ``"Call <PERSON> at <PHONE>"`` (or, with keyed pseudonyms,
+``"Call Brandon Russell at +1-785-550-2258"``) before the text reaches the embedding model, and no
+inversion attack can recover from the vector what was never in it. It is the baseline SPARSE (Tsai
+et al., arXiv:2602.07090, 2026) compares vector-side defences against.
+
+Where it runs (it needs the text, so never on a vector-DB client, which sees vectors only):
+
+* LangChain / LlamaIndex: ``GuardedEmbeddings(inner, TextRedaction())`` /
+  ``GuardedEmbedding(inner, TextRedaction())`` redact every document before the inner model sees it.
+* Pipelines that embed themselves: ``vdbguard.hooks.redact_then_embed(texts, model.encode)``.
+* ``redact+gaussian`` (:mod:`vdbguard.transforms.chain`) redacts, embeds, then adds noise.
+
+Policy: ``types`` are the PII types redacted (default: all of :class:`~vdbguard.pii.PiiType`: people,
+contact details, identifiers, birth dates, medical terms), ``keep`` the ones left in. Organisations
+and place names outside a postal address are not PII types, so they always stay (``keep`` accepts
+``"ORGANIZATION"`` and ``"LOCATION"`` to say so). Queries are not
+redacted unless ``redact_queries=True``: a search for "Jane Doe" still matches the parts of the
+corpus that never mentioned her by name. With pseudonyms and the same key, a redacted query for
+"Jane Doe" becomes the same fake name her documents got, so searching by name keeps working.
+
+Limits: whatever the detector misses goes into the vector verbatim (on 200 of vdbguard's synthetic
+PII sentences, 22 of 413 inserted values survived, mostly phone and account numbers), and it also
 edits clean text (27 of 346 human-written lines, mostly place names taken for addresses), which
-removes words a user might search for. Detection is vdbguard's offline Presidio analyzer
-(:func:`vdbguard.detectors.presidio.build_analyzer`, wrapped by
-:class:`~vdbguard.detectors.presidio.PresidioDetector`, which adds birth-date context and maps
-entities to vdbguard's PII types); replacement is Presidio's anonymizer
-(``pip install presidio-anonymizer``), which also resolves overlapping detections.
-
-Not a :class:`~vdbguard.transforms.base.Transform`: it runs on text, before the embedder.
+removes words a user might search for. Only the vector is protected: a store that keeps the raw
+text next to it still holds the name (store ``redact_many(texts)`` instead, or no text).
+Detection is vdbguard's offline Presidio analyzer (:class:`~vdbguard.detectors.presidio.PresidioDetector`);
+replacement is Presidio's anonymizer, which also resolves overlapping detections.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from functools import lru_cache
+import hashlib
+import hmac
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date
+from functools import lru_cache, partial
+from typing import Any, ClassVar
+
+import numpy as np
 
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
+from vdbguard.text import TITLES
+from vdbguard.transforms.base import Transform
+from vdbguard.transforms.keyed import _KEY_HINT, KEY_ENV, key_id, load_key
+
+__all__ = ["Redactor", "TextRedaction", "redact", "redact_many"]
+
+MODES = ("placeholder", "pseudonym")
+NOT_PII = ("ORGANIZATION", "LOCATION")  # never redacted; accepted in keep= to state the intent
+_TEXT_SIDE_HINT = (
+    "wrap the embedding model instead (vdbguard.hooks.langchain.GuardedEmbeddings, "
+    "vdbguard.hooks.llamaindex.GuardedEmbedding), or embed with "
+    "vdbguard.hooks.redact_then_embed(texts, embed)"
+)
+
+
+def _date(day: date) -> str:
+    return f"{day:%B} {day.day}, {day.year}"
+
+
+# Fakes that read like the real thing, so the embedder sees a natural sentence. MEDICAL has none
+# that keeps the meaning (another condition would be a false fact), so it gets the placeholder.
+_FAKES: dict[PiiType, Callable[[Any], str]] = {
+    PiiType.PERSON: lambda f: f.name(),
+    PiiType.EMAIL: lambda f: f.email(safe=True),
+    PiiType.PHONE: lambda f: f.phone_number(),
+    PiiType.SSN: lambda f: f.ssn(),
+    PiiType.ADDRESS: lambda f: f.street_address(),
+    PiiType.DATE_OF_BIRTH: lambda f: _date(f.date_of_birth(minimum_age=18, maximum_age=90)),
+    PiiType.CREDIT_CARD: lambda f: f.credit_card_number(),
+    PiiType.ACCOUNT_NUMBER: lambda f: f.iban(),
+}
+
+
+def pii_types(values: Iterable[PiiType | str], what: str = "types") -> frozenset[PiiType]:
+    """PII type names (any case) as PiiTypes, or an error listing the valid ones."""
+    out = set()
+    for value in values:
+        try:
+            out.add(PiiType(str(value).upper()))
+        except ValueError:
+            raise VdbguardError(
+                f"unknown PII type {value!r} in {what}",
+                f"choose from {', '.join(PiiType)}; organisations and place names are not PII types "
+                "and are never redacted",
+            ) from None
+    return frozenset(out)
+
+
+# a capitalised word (any script) or an initial, joined to a detected name by one space
+_NAME_WORD_BEFORE = re.compile(r"(?:\b[^\W\d_][.]|\b[^\W\d_a-z][^\W\d_]*) $")
+_NAME_WORD_AFTER = re.compile(r" (?:[^\W\d_][.](?!\w)|[^\W\d_a-z][^\W\d_'-]*(?:[-'][^\W\d_]+)?\b)")
+
+
+def _name_span(text: str, start: int, end: int, pii_type: PiiType) -> tuple[int, int]:
+    """A PERSON span grown over the capitalised words and initials right next to it: the detector often
+    finds "Csilla" or "Erzsébet" and misses the surname beside it ("Csilla Horváth" -> "<PERSON> Horváth"),
+    and the surname is what identifies someone. A title beside the name goes too."""
+    if pii_type is not PiiType.PERSON:
+        return start, end
+    while (match := _NAME_WORD_BEFORE.search(text, 0, start)) and match.end() == start:
+        word = match.group().strip(" .").casefold()
+        sentence_start = not text[: match.start()].rstrip() or text[: match.start()].rstrip()[-1] in ".!?"
+        if sentence_start and word not in TITLES and len(word) > 1:  # "Ask", "Ref": capitalised by position
+            break
+        start = match.start()
+    while match := _NAME_WORD_AFTER.match(text, end):
+        end = match.end()
+    return start, end
+
+
+def _words(text: str) -> list[str]:
+    return " ".join(text.split()).casefold().split()
 
 
 class Redactor:
     """Replace each detected PII span with ``placeholder.format(type=...)``, e.g. ``<EMAIL>``.
 
     ``types`` limits which PII types are redacted (default: all vdbguard knows); ``min_score``
-    is the detector's confidence cut-off.
+    is the detector's confidence cut-off. With ``pseudonym_key``, spans get a fake value instead,
+    the same for the same value (ignoring case and spacing) under one key.
     """
 
     def __init__(
-        self, min_score: float = 0.4, types: Iterable[PiiType | str] | None = None, placeholder: str = "<{type}>"
+        self,
+        min_score: float = 0.4,
+        types: Iterable[PiiType | str] | None = None,
+        placeholder: str = "<{type}>",
+        pseudonym_key: bytes | None = None,
     ) -> None:
         try:
             from presidio_anonymizer import AnonymizerEngine
@@ -41,26 +140,148 @@ class Redactor:
             raise VdbguardError("text redaction needs presidio-anonymizer", "pip install presidio-anonymizer") from exc
         from vdbguard.detectors.presidio import PresidioDetector
 
+        try:
+            placeholder.format(type="PERSON")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise VdbguardError(
+                f"placeholder {placeholder!r} is not a valid format string", "use {type} for the type, e.g. '<{type}>'"
+            ) from exc
         self.detector = PresidioDetector(min_score=min_score)
-        self.types = None if types is None else frozenset(PiiType(t) for t in types)
+        self.types = None if types is None else pii_types(types)
         self.placeholder = placeholder
         self._engine = AnonymizerEngine()
+        self._key = pseudonym_key
+        self._faker: Any = None
+        self._lock = threading.Lock()  # one Faker, reseeded per value
+        if pseudonym_key is not None:
+            from faker import Faker
+
+            self._faker = Faker("en_US")
 
     def redact(self, text: str) -> str:
-        from presidio_anonymizer.entities import OperatorConfig, RecognizerResult
+        from presidio_anonymizer.entities import RecognizerResult
 
         detections = [d for d in self.detector.detect(text) if self.types is None or d.pii_type in self.types]
         if not detections:
             return text
-        results = [RecognizerResult(d.pii_type.value, d.start, d.end, d.score) for d in detections]
-        operators = {
-            t.value: OperatorConfig("replace", {"new_value": self.placeholder.format(type=t.value)})
-            for t in {d.pii_type for d in detections}
-        }
+        results = [
+            RecognizerResult(d.pii_type.value, *_name_span(text, d.start, d.end, d.pii_type), d.score)
+            for d in detections
+        ]
+        operators = {t.value: self._operator(t) for t in {d.pii_type for d in detections}}
         return self._engine.anonymize(text=text, analyzer_results=results, operators=operators).text
 
     def redact_many(self, texts: Sequence[str]) -> list[str]:
         return [self.redact(text) for text in texts]
+
+    def pseudonym(self, pii_type: PiiType, value: str) -> str:
+        """A fake ``pii_type`` seeded by an HMAC of ``value``: consistent under one key, unguessable without
+        it, and sharing no word with ``value`` (else the placeholder)."""
+        if self._key is None or pii_type not in _FAKES:
+            return self.placeholder.format(type=pii_type.value)
+        words = _words(value)
+        for attempt in range(8):
+            message = f"vdbguard/pseudonym/{pii_type.value}/{attempt}\0{' '.join(words)}".encode()
+            seed = int.from_bytes(hmac.new(self._key, message, hashlib.sha256).digest()[:16], "big")
+            with self._lock:
+                self._faker.seed_instance(seed)
+                fake = _FAKES[pii_type](self._faker)
+            if not set(words) & set(_words(fake)):
+                return fake
+        return self.placeholder.format(type=pii_type.value)
+
+    def _operator(self, pii_type: PiiType) -> Any:
+        from presidio_anonymizer.entities import OperatorConfig
+
+        if self._key is not None and pii_type in _FAKES:
+            return OperatorConfig("custom", {"lambda": partial(self.pseudonym, pii_type)})
+        return OperatorConfig("replace", {"new_value": self.placeholder.format(type=pii_type.value)})
+
+
+class TextRedaction(Transform):
+    """The ``redact`` transform: PII out of the text before the embedder sees it (see the module docstring).
+
+    ``mode="pseudonym"`` needs a secret key (``key=`` or ``$VDBGUARD_TRANSFORM_KEY``): without one,
+    anyone could compute the pseudonym of a guessed name and undo the mapping.
+    """
+
+    name: ClassVar[str] = "redact"
+    description: ClassVar[str] = (
+        "replace PII in the text with typed placeholders or keyed pseudonyms before it is embedded (text-side)"
+    )
+    strength_meaning: ClassVar[str] = (
+        "detector confidence a span needs to be redacted, 0-1 (smaller is stronger; at 0.4 everything "
+        "vdbguard's scanner flags is redacted)"
+    )
+    default_strengths: ClassVar[tuple[float, ...]] = (0.85, 0.6, 0.4)
+    text_side: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        strength: float = 0.4,
+        seed: int | None = None,
+        key: bytes | str | None = None,
+        *,
+        types: Iterable[PiiType | str] | None = None,
+        keep: Iterable[PiiType | str] = (),
+        mode: str = "placeholder",
+        placeholder: str = "<{type}>",
+        redact_queries: bool = False,
+    ) -> None:
+        if not 0.0 <= float(strength) <= 1.0:
+            raise VdbguardError(
+                f"redact strength is a detector confidence in [0, 1], got {strength!r}",
+                "0.85 redacts only sure detections, 0.4 everything vdbguard's scanner flags",
+            )
+        if mode not in MODES:
+            raise VdbguardError(f"unknown redaction mode {mode!r}", f"use one of {', '.join(MODES)}")
+        super().__init__(float(strength), seed)
+        kept = pii_types((t for t in keep if str(t).upper() not in NOT_PII), "keep")
+        self.types = (pii_types(types) if types is not None else frozenset(PiiType)) - kept
+        if not self.types:
+            raise VdbguardError("no PII type is left to redact (types minus keep is empty)", "keep fewer types")
+        self.mode = mode
+        self.redact_queries = redact_queries
+        self._key: bytes | None = None
+        if mode == "pseudonym":
+            if key is None and not os.environ.get(KEY_ENV):
+                raise VdbguardError(
+                    "redaction with mode='pseudonym' needs a secret key: without one, anyone could compute "
+                    "the pseudonym of a guessed name",
+                    _KEY_HINT,
+                )
+            self._key = load_key(key)
+        self.redactor = Redactor(self.strength, self.types, placeholder, pseudonym_key=self._key)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"TextRedaction(strength={self.strength!r}, mode={self.mode!r})"
+
+    def transform_texts(self, texts: Sequence[str]) -> list[str]:
+        return self.redactor.redact_many(texts)
+
+    def write_path(self, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """Redact, then embed: there is no vector stage."""
+        return np.asarray(embed(self.transform_texts(texts)), dtype=np.float32)
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        raise VdbguardError(
+            "transform 'redact' works on text before it is embedded; it cannot protect vectors already made",
+            _TEXT_SIDE_HINT,
+        )
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "strength": self.strength,
+            "types": sorted(t.value for t in self.types),
+            "mode": self.mode,
+            "placeholder": self.redactor.placeholder,
+            "redact_queries": self.redact_queries,
+        }
+        if self._key is not None:
+            import faker
+
+            out.update(key_id=key_id(self._key), faker=faker.VERSION)  # another Faker draws other fakes
+        return out
 
 
 @lru_cache(maxsize=1)

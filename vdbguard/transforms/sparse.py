@@ -34,12 +34,13 @@ readers :class:`~vdbguard.transforms.leace.LeaceErasure` is the direct tool.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from vdbguard.errors import VdbguardError
+from vdbguard.transforms.base import not_fitted_error
 from vdbguard.transforms.concepts import label_columns
 from vdbguard.transforms.gaussian import as_rows, check_strength
 from vdbguard.transforms.ldp import GeneralizedLaplace
@@ -146,13 +147,13 @@ class SparseMahalanobis(GeneralizedLaplace):
     def sensitive_dims(self) -> np.ndarray:
         """Indices of the dimensions whose gate stayed (mostly) open."""
         if self.mask is None:
-            raise VdbguardError("the sparse transform is not fitted", "call fit(vectors, labels) first")
+            raise not_fitted_error(self)
         return np.flatnonzero(self.mask > 0.5)
 
     def noise(self, n: int, d: int) -> np.ndarray:
         """``n`` draws with density ∝ exp(-ε·‖z‖_Σ): Laplace noise scaled per dimension by ``Σ^{1/2}``."""
         if self.scales is None:
-            raise VdbguardError("the sparse transform is not fitted", "call fit(vectors, labels) first")
+            raise not_fitted_error(self)
         if d != len(self.scales):
             raise VdbguardError(
                 f"vectors have dimension {d}, the mask was learned on {len(self.scales)}",
@@ -170,3 +171,15 @@ class SparseMahalanobis(GeneralizedLaplace):
             "steps": self.steps,
             "sensitive_dims": None if self.mask is None else len(self.sensitive_dims),
         }
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        return {} if self.mask is None else {"mask": self.mask}
+
+    def load_fit_state(self, state: Mapping[str, np.ndarray]) -> SparseMahalanobis:
+        self.mask = np.asarray(state["mask"], dtype=np.float32)
+        self.scales = noise_scales(self.mask, self.ratio)
+        return self
+
+    @property
+    def fit_dim(self) -> int | None:
+        return None if self.mask is None else len(self.mask)
