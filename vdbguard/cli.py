@@ -115,7 +115,7 @@ format_option = click.option(
     default=",".join(DEFAULT_FORMATS),
     show_default=True,
     callback=_formats,
-    help="Report formats, comma-separated (installed writers: json, md and any plugin).",
+    help="Report formats, comma-separated (installed writers: json, md, csv, sarif and any plugin).",
 )
 
 
