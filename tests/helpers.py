@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from vdbguard.connectors.base import CollectionInfo, Connector
@@ -18,6 +22,34 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_recorder(status: int = 200) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A real HTTP server on a free local port, in a thread, that keeps every POST (path, headers, body) and
+    answers ``status``; yields its base URL and the list of requests."""
+    received: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def make_records(n: int, dim: int, seed: int, *, collection: str = "") -> list[VectorRecord]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import free_port, make_chroma_store
+from tests.helpers import free_port, http_recorder, make_chroma_store
 from vdbguard.cli import main
 from vdbguard.reports.schema import Report
 
@@ -46,6 +46,7 @@ def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store,
     before = store_checksums(pii_store[0])
     code, output = run(*scan_args, "--out", str(tmp_path))
     assert code == 1, output
+    assert re.search(r"Scanning[^\n]*: done, \d+/\d+", output), "no terminal: plain progress lines"
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
     assert report.schema_version == "1.2" and report.masked
     assert report.summary.records_scanned == len(pii_store[2])
@@ -156,3 +157,57 @@ def test_attacks_and_connectors_list() -> None:
 def test_report_schema_doc_is_current() -> None:
     committed = json.loads((Path(__file__).parent.parent / "docs" / "report-schema.json").read_text())
     assert committed == Report.model_json_schema(), "regenerate: python -m vdbguard.reports.schema_doc"
+
+
+def test_failed_scan_marks_the_metrics_file_and_keeps_the_last_success(tmp_path: Path) -> None:
+    from tests.reports.test_writers import make_report
+    from vdbguard.reports.metrics import write_metrics
+
+    metrics = tmp_path / "vdbguard.prom"
+    write_metrics(metrics, make_report(), collection="notes", duration_s=1, now=1234.5)
+    url = f"http://user:s3cret@127.0.0.1:{free_port()}"
+    with http_recorder() as (hook, received):
+        webhook = hook.replace("http://", "http://hook:h00kpass@")
+        code, output = run(
+            "scan", "--connector", "chroma", "--url", url, "--collection", "notes",
+            "--metrics-file", str(metrics), "--webhook", webhook,
+        )  # fmt: skip
+    assert code == 2 and not received, "a failed scan posts no counts"
+    text = metrics.read_text()
+    assert 'vdbguard_scan_success{collection="notes"} 0' in text
+    assert 'vdbguard_last_success_timestamp_seconds{collection="notes"} 1234.5' in text
+    assert "vdbguard_records_scanned" not in text
+    assert "s3cret" not in output + text and "h00kpass" not in output
+
+
+def test_bad_webhook_is_refused_before_scanning_without_echoing_it() -> None:
+    code, output = run(
+        "scan", "--connector", "chroma", "--path", ".", "--collection", "x", "--webhook", "ftp://u:pw12345@h/x"
+    )
+    assert code == 2 and "--webhook" in output and "pw12345" not in output
+
+
+def test_scan_for_a_job_runner_json_progress_metrics_and_webhook(scan_args, tmp_path: Path) -> None:
+    with http_recorder() as (hook, received):
+        result = CliRunner().invoke(
+            main,
+            [
+                "--log-format", "json", *scan_args, "--out", str(tmp_path / "out"), "--fail-on", "never",
+                "--metrics-file", str(tmp_path / "vdbguard.prom"), "--webhook", hook + "/scan",
+            ],
+            catch_exceptions=False,
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = Report.model_validate_json((tmp_path / "out" / "report.json").read_text())
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    done = [e for e in events if e["event"] == "task_done" and e["task"].startswith("Scanning")]
+    assert done and done[-1]["done"] == report.summary.records_scanned, events
+    flagged = report.summary.records_flagged
+    assert (
+        f'vdbguard_records_flagged{{collection="{report.target.collection}"}} {flagged}'
+        in (tmp_path / "vdbguard.prom").read_text()
+    )
+    (request,) = received
+    posted = json.loads(request["body"])
+    assert posted["records_flagged"] == flagged
+    assert not any(f.record_id in request["body"] for f in report.findings)  # counts only, never records

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from functools import wraps
 from pathlib import Path
@@ -20,6 +21,14 @@ from rich.table import Table
 from vdbguard.credentials import redact_userinfo
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError
+from vdbguard.progress import (
+    LOG_FORMATS,
+    JsonLogFormatter,
+    PlainProgress,
+    RichProgress,
+    ScrubbingFormatter,
+    progress_for,
+)
 from vdbguard.reports import DEFAULT_FORMATS
 from vdbguard.reports.schema import Report, Severity
 
@@ -119,6 +128,16 @@ format_option = click.option(
 )
 
 
+def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a bad --webhook before the scan runs, never echoing its user:password or path."""
+    from vdbguard.reports.metrics import check_webhook_url
+
+    try:
+        return None if value is None else check_webhook_url(value)
+    except VdbguardError as exc:
+        raise click.BadParameter(exc.message) from exc
+
+
 def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The flags that say which store and collection to open, shared by every command that reads one."""
     for option in reversed(
@@ -139,11 +158,32 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.group()
 @click.version_option(package_name="vdbguard")
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details (never secrets).")
-def main(verbose: bool) -> None:
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    envvar="VDBGUARD_LOG_FORMAT",
+    show_envvar=True,
+    help="text: progress bars on a terminal, else a plain line every 10 s (done, rate, ETA). "
+    "json: progress and log records as JSON lines on stderr, for log collectors.",
+)
+@click.pass_context
+def main(ctx: click.Context, verbose: bool, log_format: str) -> None:
     """Find privacy leaks in vector databases: attack the stored vectors, report what leaks."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    ctx.meta["log_format"] = log_format
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        JsonLogFormatter() if log_format == "json" else ScrubbingFormatter("%(levelname)s %(message)s")
+    )
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     for noisy in ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def _progress() -> RichProgress | PlainProgress:
+    """The progress display --log-format and stderr call for: bars, plain lines or JSON lines."""
+    return progress_for(console, click.get_current_context().meta.get("log_format", "text"))
 
 
 def _connector_options(option: tuple[str, ...]) -> dict[str, Any]:
@@ -265,6 +305,19 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="Reuse a saved calibration instead of fitting one (for stores that keep no text).",
 )
+@click.option(
+    "--metrics-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the counts as a Prometheus textfile (node exporter's textfile collector: name it *.prom), "
+    "replaced atomically after every scan; a failed scan sets vdbguard_scan_success 0 and keeps the last success.",
+)
+@click.option(
+    "--webhook",
+    metavar="URL",
+    callback=_webhook_url,
+    help="POST the counts as JSON here after the scan (never a recovered value); a failure only warns. "
+    "user:password@ in the URL is sent as Basic auth.",
+)
 @fail_on_option("low")
 @friendly_errors
 def scan(
@@ -287,36 +340,45 @@ def scan(
     target_fpr: float,
     save_calibration: Path | None,
     load_calibration: Path | None,
+    metrics_file: Path | None,
+    webhook: str | None,
     fail_on: str,
 ) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default)."""
     from vdbguard.attacks import DEFAULT_ATTACKS
-    from vdbguard.progress import RichProgress
+    from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
     from vdbguard.scan import resolve_embedder, scan_collection
     from vdbguard.scan.owner import CalibrationOptions
 
-    connector = _open_connector(connector_name, collection, path, url, option)
-    with connector, RichProgress(console) as progress:
-        model = resolve_embedder(connector, embedder)
-        if model is not None and model.name != embedder:
-            console.print(f"Identified the embedder from the stored vectors: {model.name}")
-        report = scan_collection(
-            connector,
-            connector_name=connector_name,
-            location=str(path or url),
-            embedder=model,
-            attack_names=attack_names or DEFAULT_ATTACKS,
-            profile=profile,
-            batch_size=batch_size,
-            state_path=state,
-            mask_pii=not show_pii,
-            calibration=CalibrationOptions(
-                owner_calibration, calibration_sample, target_fpr, save_calibration, load_calibration
-            ),
-            fused=verdict == "fused",
-            progress=progress,
-        )
+    started = time.monotonic()
+    with _metrics_on_failure(metrics_file, collection, started):
+        connector = _open_connector(connector_name, collection, path, url, option)
+        with connector, _progress() as progress:
+            model = resolve_embedder(connector, embedder)
+            if model is not None and model.name != embedder:
+                console.print(f"Identified the embedder from the stored vectors: {model.name}")
+            report = scan_collection(
+                connector,
+                connector_name=connector_name,
+                location=str(path or url),
+                embedder=model,
+                attack_names=attack_names or DEFAULT_ATTACKS,
+                profile=profile,
+                batch_size=batch_size,
+                state_path=state,
+                mask_pii=not show_pii,
+                calibration=CalibrationOptions(
+                    owner_calibration, calibration_sample, target_fpr, save_calibration, load_calibration
+                ),
+                fused=verdict == "fused",
+                progress=progress,
+            )
+    duration = time.monotonic() - started
     write_reports(report, out, formats)
+    if metrics_file is not None:
+        write_metrics(metrics_file, report, collection=collection, duration_s=duration)
+    if webhook is not None:
+        post_webhook(webhook, webhook_payload(report, duration))
     print_summary(report)
     if report.calibration is not None:
         c = report.calibration
@@ -326,6 +388,22 @@ def scan(
             f"(target {c.target_false_positive_rate})"
         )
     sys.exit(exit_code(report, fail_on))
+
+
+@contextlib.contextmanager
+def _metrics_on_failure(metrics_file: Path | None, collection: str, started: float) -> Iterator[None]:
+    """A scan that fails still says so in --metrics-file (success 0, the last success kept), then fails."""
+    try:
+        yield
+    except BaseException:
+        if metrics_file is not None:
+            from vdbguard.reports.metrics import write_metrics
+
+            try:
+                write_metrics(metrics_file, None, collection=collection, duration_s=time.monotonic() - started)
+            except VdbguardError as exc:  # the scan's own error is the one to show
+                logging.getLogger(__name__).warning("%s", exc)
+        raise
 
 
 @main.command()
@@ -339,13 +417,12 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_o
     """Build an embedded Chroma store with known PII, scan it, and score the scan against the truth."""
     from vdbguard.connectors.chroma import ChromaConnector
     from vdbguard.demo import DEMO_COLLECTION, build_demo_store, demo_metrics
-    from vdbguard.progress import RichProgress
     from vdbguard.scan import scan_collection
     from vdbguard.scan.owner import OFF
 
     embedder = Embedder()
     store = out / "store"
-    with RichProgress(console) as progress:
+    with _progress() as progress:
         truth = build_demo_store(store, records, embedder, progress=progress)
         with ChromaConnector(collection=DEMO_COLLECTION, path=store) as connector:
             report = scan_collection(
@@ -397,7 +474,6 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
     from vdbguard.attacks.training import trained_attacks
     from vdbguard.evaluate.data import load_jsonl
     from vdbguard.evaluate.inversion import evaluate_inversion
-    from vdbguard.progress import RichProgress
 
     items = load_jsonl(data)
     attack_cls = load_attack_class(attack_name, embedder)
@@ -407,7 +483,7 @@ def evaluate_attacks(data: Path, embedder: str, attack_name: str, profile: str, 
         )
     model = Embedder(embedder)
     started = time.perf_counter()
-    with RichProgress(console) as progress:
+    with _progress() as progress:
         (attack,) = trained_attacks(model, [attack_cls.name], profile=profile, progress=progress)
     training_seconds = round(time.perf_counter() - started, 2)
     metrics = evaluate_inversion(attack, model, items)
@@ -471,7 +547,6 @@ def protect(
     embedder: str,
 ) -> None:
     """Copy a collection through a transform into a new collection (never in place without --in-place --yes)."""
-    from vdbguard.progress import RichProgress
     from vdbguard.protect import protect_collection
     from vdbguard.transforms.chain import build_transform
 
@@ -488,7 +563,7 @@ def protect(
             fit_on = corpus_concept_set(Embedder(embedder), concept)
     source = _open_connector(connector_name, collection, path, url, option)
     target = source if in_place else _open_connector(connector_name, to_collection, path, url, option)
-    with source, target, RichProgress(console) as progress:
+    with source, target, _progress() as progress:
         total = source.describe().count
         with progress.task(f"Protecting {collection} -> {to_collection}", total) as advance:
             result = protect_collection(
@@ -607,11 +682,10 @@ def evaluate_defense_command(
 ) -> None:
     """What one transform costs retrieval and what the strongest attacks, adapted, still recover."""
     from vdbguard.evaluate.frontier import row_of
-    from vdbguard.progress import RichProgress
     from vdbguard.transforms.chain import build_transform
 
     transform = build_transform(transform_name, strength, seed=0)
-    with RichProgress(console) as progress:
+    with _progress() as progress:
         bench = _bench(progress, **bench_options)
         point = bench.measure(transform, adaptive=not no_adaptive)
     result = row_of(point, over_budget=False)
@@ -644,9 +718,8 @@ def calibrate(
     """
     from vdbguard.evaluate.calibration import calibrate as run_calibration
     from vdbguard.evaluate.frontier import row_of
-    from vdbguard.progress import RichProgress
 
-    with RichProgress(console) as progress:
+    with _progress() as progress:
         result = run_calibration(
             _bench(progress, **bench_options),
             max_recall_loss=max_recall_loss,
@@ -712,10 +785,9 @@ def frontier(
     """
     from vdbguard.evaluate.calibration import default_transforms
     from vdbguard.evaluate.frontier import COMBINATIONS, dominance, plot, run_frontier, table
-    from vdbguard.progress import RichProgress
 
     names = transform_names or (*default_transforms(), *COMBINATIONS)
-    with RichProgress(console) as progress:
+    with _progress() as progress:
         bench = _bench(progress, **bench_options)
         rows = run_frontier(
             bench,

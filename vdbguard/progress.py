@@ -1,10 +1,20 @@
-"""Progress bars that the library can drive without knowing whether a terminal is watching."""
+"""Progress the library can drive without knowing who watches: bars on a terminal, plain or JSON lines
+in a job runner's log (and the log formatters that go with them)."""
 
 from __future__ import annotations
 
+import json
+import logging
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol, TextIO
+
+from vdbguard.credentials import redact_userinfo
+from vdbguard.errors import VdbguardError
 
 Advance = Callable[[int], None]
 
@@ -54,3 +64,167 @@ class RichProgress:
         task_id = self._progress.add_task(description, total=total)
         yield lambda n: self._progress.advance(task_id, n)
         self._progress.update(task_id, completed=total if total is not None else None)
+
+
+class PlainProgress:
+    """Progress for a log a job runner keeps (no terminal): a line when a task starts, at most one every
+    ``interval`` seconds while it runs (done, rate, ETA), and one when it ends. Bars would be one useless
+    render at exit, or a wall of escape codes."""
+
+    def __init__(
+        self, stream: TextIO | None = None, *, interval: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._stream = stream
+        self._interval = interval
+        self._clock = clock
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[Advance]:
+        started = self._clock()
+        state = _TaskState(description, total, started=started, last_line=started)
+        self._write(self.render("task_start", state, started))
+
+        def advance(n: int) -> None:
+            now = self._clock()
+            if state.first_at is None:  # measure the rate from here: a resumed scan's first jump is not speed
+                state.first_at, state.first_done = now, state.done + n
+            state.done += n
+            if now - state.last_line >= self._interval:
+                state.last_line = now
+                self._write(self.render("progress", state, now))
+
+        yield advance
+        self._write(self.render("task_done", state, self._clock()))
+
+    def render(self, event: str, state: _TaskState, now: float) -> str:
+        """One plain line: ``Scanning records: 1200/5000 done, 85/s, ETA 45s``."""
+        done = f"{state.done}/{state.total}" if state.total is not None else str(state.done)
+        rate = state.rate(now)
+        speed = "" if rate is None else f", {_rate(rate)}"
+        if event == "task_start":
+            return f"{state.description}: started" + (f", {state.total} to do" if state.total is not None else "")
+        if event == "task_done":
+            took = _duration(now - state.started)
+            if not state.done and state.total is None:
+                return f"{state.description}: done in {took}"
+            return f"{state.description}: done, {done} in {took}{speed}"
+        eta = state.eta(now)
+        return f"{state.description}: {done} done{speed}" + ("" if eta is None else f", ETA {_duration(eta)}")
+
+    def _write(self, line: str) -> None:
+        print(line, file=sys.stderr if self._stream is None else self._stream, flush=True)
+
+
+class JsonProgress(PlainProgress):
+    """The same lines as :class:`PlainProgress`, as JSON objects a log collector can index."""
+
+    def render(self, event: str, state: _TaskState, now: float) -> str:
+        rate, eta = state.rate(now), state.eta(now)
+        return json.dumps(
+            {
+                "ts": _timestamp(time.time()),
+                "event": event,
+                "task": state.description,
+                "done": state.done,
+                "total": state.total,
+                "rate": None if rate is None else round(rate, 2),
+                "eta_s": None if eta is None or event == "task_done" else round(eta, 1),
+                "elapsed_s": round(now - state.started, 1),
+            }
+        )
+
+
+@dataclass
+class _TaskState:
+    description: str
+    total: int | None
+    started: float
+    last_line: float
+    done: int = 0
+    first_at: float | None = None
+    first_done: int = 0
+
+    def rate(self, now: float) -> float | None:
+        """Units a second since the first advance (the work before it has no known size)."""
+        if self.first_at is not None and now > self.first_at and self.done > self.first_done:
+            return (self.done - self.first_done) / (now - self.first_at)
+        if now > self.started and self.done:
+            return self.done / (now - self.started)
+        return None
+
+    def eta(self, now: float) -> float | None:
+        rate = self.rate(now)
+        if self.total is None or not rate:
+            return None
+        return max(self.total - self.done, 0) / rate
+
+
+def _rate(rate: float) -> str:
+    return f"{rate:.0f}/s" if rate >= 10 else f"{rate:.1f}/s"
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _timestamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+LOG_FORMATS = ("text", "json")
+
+
+def progress_for(output: Any, log_format: str = "text") -> RichProgress | PlainProgress:
+    """Bars for a person at a terminal; plain lines for a job runner's log; JSON lines for a log collector.
+
+    ``output`` is a rich Console or a text stream; the choice is made on where it writes now.
+    """
+    if log_format not in LOG_FORMATS:
+        raise VdbguardError(f"unknown log format {log_format!r}", f"choose one of {', '.join(LOG_FORMATS)}")
+    from rich.console import Console
+
+    console = output if isinstance(output, Console) else None
+    stream: TextIO = console.file if console is not None else output
+    if log_format == "json":
+        return JsonProgress(stream)
+    if console is not None:
+        interactive = console.is_terminal and not console.is_dumb_terminal
+    else:
+        interactive = bool(getattr(stream, "isatty", lambda: False)())
+    if interactive:
+        return RichProgress(console if console is not None else Console(file=stream))
+    return PlainProgress(stream)
+
+
+class ScrubbingFormatter(logging.Formatter):
+    """Plain log lines with the user:password part of any URL masked: logs outlive the scan and travel."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_userinfo(super().format(record))
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per log record, for ``--log-format json``; URLs lose their user:password."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": _timestamp(record.created),
+            "event": "log",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": redact_userinfo(record.getMessage()),
+        }
+        if record.exc_info:
+            entry["exception"] = redact_userinfo(self.formatException(record.exc_info))
+        return json.dumps(entry)
