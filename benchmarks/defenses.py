@@ -1,15 +1,17 @@
 """The defense frontier (issue #12): every transform and chain, recall lost vs leakage left against the
 strongest attacker, adapted. The same sweep as ``vdbguard frontier``, on the benchmark's data sets:
 
-    python benchmarks/defenses.py --data real-pii --n 400 --attack-limit 30 --profile small \
+    python benchmarks/defenses.py --data real-pii --n 400 --attack-limit 60 --profile small \
         --attacks gradient,slot-search,bag-of-words --out bench-out/frontier-real-pii
     python benchmarks/defenses.py ... --transforms redact,gaussian,redact+gaussian   # a subset, same --out resumes
 
 Data (none of it trained on): ``real-pii``: real sentences from the calibration-split packages
 (:func:`vdbguard.corpus.real.real_corpus`) with PII placed where real text carries it, names from
 Faker locales the attack corpus never used; leakage is the share of name parts recovered, and of all
-placed PII value tokens. ``human-words``: human-written holdout lines (chatterbot); leakage is the
-share of content words recovered. Keyed transforms use a fixed public benchmark key.
+placed PII value tokens. ``pii-names``: vdbguard's template sentences (a smoke test, not a result) with
+names from locales the attack corpus never used (en_NZ, en_IN), scored the same way. ``human-words``:
+human-written holdout lines (chatterbot); leakage is the share of content words recovered. Keyed
+transforms use a fixed public benchmark key.
 """
 
 from __future__ import annotations
@@ -54,17 +56,21 @@ def _caching_embedder():
 
 
 def dataset(name: str, n: int) -> list:
-    from vdbguard.corpus import human_sentences
+    from vdbguard.corpus import human_sentences, synthetic_pii
     from vdbguard.corpus.real import real_corpus
     from vdbguard.evaluate.data import EvalItem
     from vdbguard.pii import PiiType
 
     if name == "human-words":
         return [EvalItem(text) for text in human_sentences("holdout")[:n]]
-    if name != "real-pii":
-        sys.exit(f"unknown data set {name!r}: real-pii or human-words")
+    if name == "pii-names":
+        source = synthetic_pii(n, seed=999, locales=("en_NZ", "en_IN"))
+    elif name == "real-pii":
+        source = real_corpus(n, 0, seed=12, split="calibration")
+    else:
+        sys.exit(f"unknown data set {name!r}: real-pii, pii-names or human-words")
     items = []
-    for item in real_corpus(n, 0, seed=12, split="calibration"):
+    for item in source:
         names = tuple(item.values.get(PiiType.PERSON, ()))
         other = tuple(v for t, values in item.values.items() if t != PiiType.PERSON for v in values)
         items.append(EvalItem(item.text, names, other))
