@@ -210,4 +210,4 @@ def test_scan_for_a_job_runner_json_progress_metrics_and_webhook(scan_args, tmp_
     (request,) = received
     posted = json.loads(request["body"])
     assert posted["records_flagged"] == flagged
-    assert not any(f.record_id in request["body"] for f in report.findings)  # counts only, never records
+    assert not any(f.record_id in request["body"].decode() for f in report.findings)  # counts only, never records

@@ -73,7 +73,7 @@ def calibrate(
     result = Calibration(max_recall_loss, target_leakage_cut, [], None, bench.attack_names, bench.cheap)
     for name in names:
         for transform in _settings(name, on_skip):
-            point = bench.measure(transform, adaptive=True)
+            point = bench.measure(transform, adaptive=True, max_recall_loss=max_recall_loss)
             result.points.append(point)
             if not result.within_budget(point):
                 break

@@ -316,8 +316,8 @@ class DefenseBench:
         """Documents and queries as the store would hold and receive them under ``transform``."""
         if transform.needs_fit:
             fit_on_corpus(transform, self.embedder, self.profile, self.progress)
-        docs = transform.write_path(self.texts, self.embedder.encode) if transform.text_side else None
-        docs = transform.apply(self.clean) if docs is None else docs
+        text_side = transform.text_side
+        docs = transform.write_path(self.texts, self.embedder.encode) if text_side else transform.apply(self.clean)
         queries = self.queries
         if transform.text_side and getattr(transform, "redact_queries", False):
             queries = self.embedder.encode(transform.transform_texts(self.query_texts))
@@ -363,9 +363,22 @@ class DefenseBench:
             "pii_queries": int(self.pii_query.sum()),
         }
 
-    def measure(self, transform: Transform, adaptive: bool = True) -> DefensePoint:
+    def measure(
+        self, transform: Transform, adaptive: bool = True, max_recall_loss: float | None = None
+    ) -> DefensePoint:
+        """One setting; over ``max_recall_loss`` only its utility is measured (no attack runs, no leakage)."""
         started = time.perf_counter()
         protected, utility = self.utility(transform)
+        if max_recall_loss is not None and utility["recall_at_10_clean"] - utility["recall_at_10"] > max_recall_loss:  # type: ignore[operator]
+            return DefensePoint(
+                transform=transform.name,
+                strength=transform.strength,
+                leakage_clean=0.0,
+                leakage_protected=None,
+                leakage_protected_adaptive=None,
+                seconds=round(time.perf_counter() - started, 2),
+                **utility,  # type: ignore[arg-type]
+            )
         same_space = protected.shape[1] == self.clean.shape[1]
         mapping = self._alignment(transform) if adaptive else None
         results: dict[str, AttackLeakage] = {}

@@ -117,19 +117,8 @@ def run_frontier(
 
 
 def _measure(bench: DefenseBench, transform: Any, max_recall_loss: float) -> dict[str, Any]:
-    _, utility = bench.utility(transform)
-    if utility["recall_at_10_clean"] - utility["recall_at_10"] > max_recall_loss:  # type: ignore[operator]
-        point = DefensePoint(
-            transform=transform.name,
-            strength=transform.strength,
-            leakage_clean=0.0,
-            leakage_protected=None,
-            leakage_protected_adaptive=None,
-            seconds=0.0,
-            **utility,  # type: ignore[arg-type]
-        )
-        return row_of(point, over_budget=True)
-    return row_of(bench.measure(transform, adaptive=True), over_budget=False)
+    point = bench.measure(transform, adaptive=True, max_recall_loss=max_recall_loss)
+    return row_of(point, over_budget=point.recall_loss > max_recall_loss)
 
 
 def _pct(value: float | None) -> str:

@@ -35,5 +35,6 @@ def needs_help() -> str:
     return (
         f"Need a fit, made once and kept (--fit-file, or beside --state for a resume): {having('fit')}; "
         f"of these, fitted on vdbguard's corpus labelled for --concept: {having('labels')}, the others on a sample "
-        f"of the collection. Need a secret key in ${KEY_ENV}: {having('key')}."
+        f"of the collection. Need a secret key in ${KEY_ENV}: {having('key')}. "
+        f"Work on text before it is embedded, so not on stored vectors: {having('text')}."
     )
