@@ -39,7 +39,6 @@ which uses the same leave-one-out signal.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import time
 from collections.abc import Sequence
@@ -53,8 +52,8 @@ from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.corrector import UniversalCorrector, refine
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.gradient import GradientInversion, word_score
-from vdbguard.cache import atomic_write, cache_root
 from vdbguard.corpus import LabelledText
+from vdbguard.corpus.embedded import embed_list
 from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
 
@@ -76,14 +75,7 @@ def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
     tokenizer = embedder.model.tokenizer
     tokens = (token.removeprefix("Ġ").removeprefix("▁") for token in tokenizer.get_vocab())
     words = sorted({token for token in tokens if _VOCABULARY_WORD.fullmatch(token)})
-    digest = hashlib.sha256("\n".join([embedder.fingerprint, *words]).encode()).hexdigest()[:16]
-    path = cache_root() / "vocabulary-tables" / f"{digest}.npy"
-    if path.exists():
-        return words, np.load(path).astype(np.float32)
-    vectors = embedder.encode(words)
-    with atomic_write(path) as handle:
-        np.save(handle, vectors.astype(np.float16))
-    return words, vectors
+    return words, embed_list(embedder, words, stored=np.float16)
 
 
 @functools.lru_cache(maxsize=2)

@@ -35,14 +35,17 @@ def embed_corpus(
     return embeddings
 
 
-def embed_list(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> np.ndarray:
-    """Embeddings of a fixed word list (a name gazetteer), cached on disk by embedder and list, so an attack
-    retrained once per defense setting embeds its ~31k names once."""
+def embed_list(
+    embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None, stored: type = np.float32
+) -> np.ndarray:
+    """Embeddings of a fixed word list (a name gazetteer, a tokenizer's vocabulary), cached on disk by embedder
+    and list, so an attack retrained once per defense setting embeds its ~31k names once. ``stored``: the
+    dtype on disk (float16 halves a large table); the result is float32."""
     digest = hashlib.sha256("\n".join([embedder.fingerprint, *texts]).encode()).hexdigest()[:16]
     path = (cache_dir or cache_root()) / "embeddings" / f"list-{digest}.npy"
     if path.exists():
-        return np.load(path)
+        return np.load(path).astype(np.float32)
     embeddings = embedder.encode(list(texts))
     with atomic_write(path) as handle:
-        np.save(handle, embeddings)
+        np.save(handle, embeddings.astype(stored))
     return embeddings
