@@ -48,7 +48,7 @@ def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store,
     assert code == 1, output
     assert re.search(r"Scanning[^\n]*: done, \d+/\d+", output), "no terminal: plain progress lines"
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
-    assert report.schema_version == "1.2" and report.masked
+    assert report.schema_version == "1.3" and report.masked
     assert report.summary.records_scanned == len(pii_store[2])
     assert report.findings
     markdown = (tmp_path / "report.md").read_text()
@@ -103,15 +103,20 @@ def test_fail_on_thresholds(scan_args, tmp_path: Path) -> None:
     assert run(*scan_args, "--out", str(tmp_path), "--fail-on", "low")[0] == 1
 
 
-def test_scan_resumes_from_state_file(scan_args, tmp_path: Path) -> None:
-    state = tmp_path / "state.json"
+def test_rescan_with_state_carries_unchanged_records_over(scan_args, tmp_path: Path) -> None:
+    state = tmp_path / "state.sqlite"
     run(*scan_args, "--out", str(tmp_path / "a"), "--state", str(state), "--batch-size", "50")
-    assert json.loads(state.read_text())["done"] is True
-    code, _ = run(*scan_args, "--out", str(tmp_path / "b"), "--state", str(state), "--batch-size", "50")
+    code, output = run(*scan_args, "--out", str(tmp_path / "b"), "--state", str(state), "--batch-size", "50")
     assert code == 1
+    assert "attacked 0 new or changed records, carried 120 over" in output
     a = json.loads((tmp_path / "a" / "report.json").read_text())
     b = json.loads((tmp_path / "b" / "report.json").read_text())
     assert a["findings"] == b["findings"]
+    assert [run["records_attacked"] for run in b["history"]] == [120, 0]
+
+    code, output = run("report", str(state), "--format", "md,sarif", "--out", str(tmp_path / "c"))
+    assert code == 0, output
+    assert (tmp_path / "c" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
 
 
 def test_missing_collection_is_a_clear_error(pii_store) -> None:

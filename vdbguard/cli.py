@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
+import functools
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -138,14 +141,14 @@ def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(exc.message) from exc
 
 
-def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def store_options(command: Callable[..., Any], required: bool = True) -> Callable[..., Any]:
     """The flags that say which store and collection to open, shared by every command that reads one."""
     for option in reversed(
         (
             click.option(
-                "--connector", "connector_name", required=True, help="Store type; see `vdbguard connectors list`."
+                "--connector", "connector_name", required=required, help="Store type; see `vdbguard connectors list`."
             ),
-            click.option("--collection", required=True, help="Collection (index, class) to read."),
+            click.option("--collection", required=required, help="Collection (index, class) to read."),
             click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store."),
             click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000."),
             click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable)."),
@@ -200,32 +203,14 @@ def _connector_options(option: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
-def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    """Read scan settings from a TOML file: flags given on the command line still win."""
-    if value is None:
-        return None
-    import tomllib
-
-    try:
-        data = tomllib.loads(value.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise click.BadParameter(f"cannot read {value}: {exc}", param_hint="--config") from exc
-    settings = dict(data.get("scan", {}))
-    ctx.meta["config_options"] = settings.pop("options", {})
-    renamed = {"connector": "connector_name"}
-    ctx.default_map = {renamed.get(k, k).replace("-", "_"): v for k, v in settings.items()}
-    return value
-
-
 def _open_connector(name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]):
-    """Build a connector from the flags, the --config file's [scan.options] and --option pairs."""
+    """Build a connector from the flags and --option pairs."""
     from vdbguard.connectors import load_connector
 
     if (path is None) == (url is None):
         raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
     connector_cls = load_connector(name)
-    configured = click.get_current_context().meta.get("config_options", {})
-    settings: dict[str, Any] = {"collection": collection, **configured, **_connector_options(option)}
+    settings: dict[str, Any] = {"collection": collection, **_connector_options(option)}
     settings.update({"path": path} if path is not None else {"url": url})
     try:
         return connector_cls(**settings)
@@ -236,13 +221,12 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
 @main.command()
 @click.option(
     "--config",
-    type=click.Path(path_type=Path, dir_okay=False),
-    callback=_load_config,
-    is_eager=True,
-    expose_value=False,
-    help="TOML file with a [scan] table (same names as the flags) and [scan.options] for the connector.",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Run a scan job file (vdbguard.toml: stores, attacks, budgets, allow lists, outputs; "
+    "`vdbguard config init` writes one). The other flags are then not used.",
 )
-@store_options
+@functools.partial(store_options, required=False)
 @click.option(
     "--embedder",
     default=DEFAULT_EMBEDDER,
@@ -260,9 +244,33 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
 @click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
 @format_option
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
-@click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted scan resumes.")
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="SQLite state file: a re-scan attacks only new or changed records and resolves deleted ones; "
+    "an interrupted scan resumes.",
+)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
 @click.option("--show-pii", is_flag=True, help="Do not mask recovered values in reports (handle as PII!).")
+@click.option(
+    "--sample",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Share of new or changed records the attacks run on (the report states the coverage).",
+)
+@click.option("--deep-attack", "deep_attack_names", multiple=True, help="Slower attack for the deep tier (repeatable).")
+@click.option(
+    "--deep-sample",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Share of records the fast tier did not flag that the deep tier also attacks.",
+)
+@click.option("--deep-max-records", type=click.IntRange(1), help="Deep-tier budget: records per run.")
+@click.option(
+    "--deep-max-seconds", type=click.FloatRange(0.0, min_open=True), help="Deep-tier budget: seconds per run."
+)
 @click.option(
     "--owner-calibration",
     type=click.Choice(["auto", "on", "off"]),
@@ -321,8 +329,9 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
 @fail_on_option("low")
 @friendly_errors
 def scan(
-    connector_name: str,
-    collection: str,
+    config_file: Path | None,
+    connector_name: str | None,
+    collection: str | None,
     path: Path | None,
     url: str | None,
     option: tuple[str, ...],
@@ -334,6 +343,11 @@ def scan(
     state: Path | None,
     profile: str,
     show_pii: bool,
+    sample: float,
+    deep_attack_names: tuple[str, ...],
+    deep_sample: float,
+    deep_max_records: int | None,
+    deep_max_seconds: float | None,
     owner_calibration: str,
     calibration_sample: int,
     verdict: str,
@@ -344,7 +358,13 @@ def scan(
     webhook: str | None,
     fail_on: str,
 ) -> None:
-    """Scan one collection and write its report to --out (report.json and report.md by default)."""
+    """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file."""
+    if config_file is not None:
+        if connector_name or collection or path or url:
+            raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
+        sys.exit(_run_job_file(config_file))
+    if not connector_name or not collection:
+        raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
     from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
     from vdbguard.scan import resolve_embedder, scan_collection
@@ -372,6 +392,9 @@ def scan(
                 ),
                 fused=verdict == "fused",
                 progress=progress,
+                sample=sample,
+                deep_attack_names=deep_attack_names,
+                deep_budget=(deep_sample, deep_max_records, deep_max_seconds),
             )
     duration = time.monotonic() - started
     write_reports(report, out, formats)
@@ -380,6 +403,7 @@ def scan(
     if webhook is not None:
         post_webhook(webhook, webhook_payload(report, duration))
     print_summary(report)
+    _print_coverage(report)
     if report.calibration is not None:
         c = report.calibration
         console.print(
@@ -388,6 +412,55 @@ def scan(
             f"(target {c.target_false_positive_rate})"
         )
     sys.exit(exit_code(report, fail_on))
+
+
+def _print_coverage(report: Report) -> None:
+    c = report.coverage
+    if c is None:
+        return
+    line = f"attacked {c.records_attacked} new or changed records, carried {c.records_carried_over} over"
+    if c.fast_tier_sample < 1.0:
+        line += f" (sample {c.fast_tier_sample:.0%} of new or changed)"
+    if c.deep_attacks:
+        line += (
+            f"; deep tier ({', '.join(c.deep_attacks)}) on {c.deep_records} records, "
+            f"{c.deep_flagged_covered} of {c.deep_flagged_by_fast} flagged"
+            + (" — budget used up" if c.deep_budget_exhausted else "")
+        )
+    if c.findings_resolved:
+        line += f"; {c.findings_resolved} findings resolved (records deleted)"
+    if c.findings_suppressed:
+        line += f"; {c.findings_suppressed} suppressed"
+    console.print(line)
+
+
+def _run_job_file(config_file: Path) -> int:
+    """Every collection of the job; the exit code is the worst over them."""
+    from vdbguard.config import load_job
+    from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
+    from vdbguard.scan.job import run_job
+
+    config = load_job(config_file)
+    for expired in config.expired_suppressions(datetime.date.today()):
+        console.print(
+            f"suppression of {escape(expired.record_id)} ({expired.pii_type or 'every type'}) by "
+            f"{escape(expired.owner)} expired on {expired.expires}: its findings are reported again"
+        )
+    code = EXIT_CLEAN
+    metrics_file = config.resolve(config.output.metrics_file)
+    webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
+    with _progress() as progress:
+        for result in run_job(config, progress=progress):
+            console.print(f"{result.store}/{result.collection}: reports in {result.out}")
+            print_summary(result.report)
+            _print_coverage(result.report)
+            if metrics_file is not None:
+                path = metrics_file.with_name(f"{metrics_file.stem}-{result.store}-{result.collection}.prom")
+                write_metrics(path, result.report, collection=result.collection, duration_s=result.duration_s)
+            if webhook:
+                post_webhook(webhook, webhook_payload(result.report, result.duration_s))
+            code = max(code, exit_code(result.report, config.job.fail_on))
+    return code
 
 
 @contextlib.contextmanager
@@ -410,7 +483,14 @@ def _metrics_on_failure(metrics_file: Path | None, collection: str, started: flo
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--records", type=click.IntRange(20, 100_000), default=2000, show_default=True)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
-@format_option
+@click.option(
+    "--format",
+    "formats",
+    default="json,md,html,sarif,csv",
+    show_default=True,
+    callback=_formats,
+    help="Report formats, comma-separated.",
+)
 @fail_on_option("never")
 @friendly_errors
 def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_on: str) -> None:
@@ -856,3 +936,73 @@ _plugin_list(
     _attack_rows,
 )
 _plugin_list("connectors", "Store connectors.", ("connector", "extra", "installed", "install with"), _connector_rows)
+
+
+@main.group()
+def config() -> None:
+    """Scan job files (vdbguard.toml): write a starter, check one, print the JSON Schema."""
+
+
+@config.command("init")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False), default=Path("vdbguard.toml"))
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
+def config_init(file: Path, force: bool) -> None:
+    """Write a commented starter job file (default ./vdbguard.toml)."""
+    from vdbguard.config import STARTER
+
+    if file.exists() and not force:
+        raise click.UsageError(f"{file} exists; pass --force to overwrite it")
+    file.write_text(STARTER, encoding="utf-8")
+    console.print(f"wrote {file}: edit [[stores]], then `vdbguard config validate {file}`")
+
+
+@config.command("validate")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@friendly_errors
+def config_validate(file: Path) -> None:
+    """Check a job file: every problem with where it is; exit 2 if there is any."""
+    from vdbguard.config import load_job
+
+    job = load_job(file)
+    missing = sorted(
+        f"{store.label}: {variable}"
+        for store in job.stores
+        for variable in store.credentials.values()
+        if not os.environ.get(variable)
+    )
+    collections = sum(len(store.collections) for store in job.stores)
+    console.print(f"{file} is valid: {len(job.stores)} store(s), {collections} collection(s)")
+    if missing:
+        console.print("not set in this environment (the scan will need them): " + ", ".join(missing))
+
+
+@config.command("schema")
+def config_schema() -> None:
+    """Print the job file's JSON Schema (also in docs/job-schema.json)."""
+    from vdbguard.config import job_schema
+
+    click.echo(json.dumps(job_schema(), indent=2))
+
+
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
+@format_option
+@friendly_errors
+def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:
+    """Re-render a report.json, or every collection's last report in a scan state file, without re-scanning."""
+    from vdbguard.scan.state import ScanStore
+
+    if source.read_bytes()[:16] == b"SQLite format 3\x00":
+        with ScanStore(source) as state:
+            reports = state.latest_reports()
+        if not reports:
+            raise VdbguardError(f"{source} holds no finished scan yet", "run the scan with --state to completion")
+        for one in reports:
+            target = one.target
+            folder = out if len(reports) == 1 else out / f"{target.connector}-{target.collection}"
+            write_reports(one, folder, formats)
+        return
+    from vdbguard.reports.loading import load_report
+
+    write_reports(load_report(source), out, formats)

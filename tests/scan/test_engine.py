@@ -1,8 +1,11 @@
 """The engine on a real embedded Chroma store: findings, bad records, masking, crash and resume."""
 
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import chromadb
 import numpy as np
 import pytest
 from vdbguard.connectors.chroma import ChromaConnector
@@ -12,7 +15,7 @@ from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Severity
-from vdbguard.scan import Scanner, ScanState, severity_of, summarise
+from vdbguard.scan import DeepTier, Scanner, ScanStore, severity_of
 
 
 @pytest.fixture(scope="module")
@@ -34,24 +37,37 @@ class CrashingConnector(ChromaConnector):
             yield batch
 
 
-def test_scan_flags_pii_records_and_masks_evidence(pii_store, small_attacks, detector) -> None:
+def test_scan_flags_pii_records_and_masks_only_the_pii_in_recovered_words(pii_store, small_attacks, detector) -> None:
     path, collection, truth = pii_store
     scanner = Scanner(small_attacks, detector, dimension=384)
     with ChromaConnector(collection=collection, path=path) as connector:
-        state = scanner.scan(connector, batch_size=32)
-    flagged = {f.record_id for f in state.findings}
+        result = scanner.scan(connector, batch_size=32)
+    flagged = {f.record_id for f in result.findings}
     pii_ids = {rid for rid, pii in truth.items() if pii}
-    assert state.records_scanned == len(truth)
+    assert result.records_scanned == len(truth)
     assert len(flagged & pii_ids) >= 0.7 * len(pii_ids)
     assert len(flagged - pii_ids) <= 0.2 * (len(truth) - len(pii_ids))
-    for finding in state.findings:
+    masked_words = readable_words = 0
+    for finding in result.findings:
         assert finding.evidence and all(e.score >= e.threshold for e in finding.evidence)
         assert finding.confirmed_by_source is not None, "demo records store their text"
-        for word in finding.recovered_words:
-            assert "*" in word or len(word) == 1
-    summary = summarise(state)
-    assert summary.records_with_source_text == len(truth)
-    assert summary.source_pii_flagged <= summary.source_pii_records
+        for evidence in finding.evidence:
+            assert evidence.recovered is None or "*" in evidence.recovered or len(evidence.recovered) < 2
+        masked = {w for w in finding.recovered_words if "*" in w}
+        masked_words += len(masked)
+        readable_words += len(finding.recovered_words) - len(masked)
+        values = " ".join(e.recovered or "" for e in finding.evidence).lower()
+        for word in set(finding.recovered_words) - masked:
+            assert word.lower() not in values.split(), f"{word!r} is part of a recovered PII value"
+    assert masked_words and readable_words, "PII words masked, topic words readable"
+    assert result.summary.records_with_source_text == len(truth)
+    assert result.summary.source_pii_flagged <= result.summary.source_pii_records
+    assert result.coverage.records_attacked == len(truth) and result.coverage.records_carried_over == 0
+
+
+def _count(state_file: Path, where: str = "1") -> int:
+    with sqlite3.connect(state_file) as db:
+        return db.execute(f"SELECT COUNT(*) FROM records WHERE {where}").fetchone()[0]
 
 
 def test_interrupted_scan_resumes_without_skipping_or_double_counting(
@@ -62,29 +78,134 @@ def test_interrupted_scan_resumes_without_skipping_or_double_counting(
     with ChromaConnector(collection=collection, path=path) as connector:
         reference = scanner.scan(connector, batch_size=16)
 
-    state_file = tmp_path / "scan.state.json"
+    state_file = tmp_path / "scan.sqlite"
     with (
         pytest.raises(KeyboardInterrupt),
         CrashingConnector(collection=collection, path=path, crash_after=3) as c,
     ):
         scanner.scan(c, batch_size=16, state_path=state_file, target="t")
-    partial = ScanState.load(state_file, "t")
-    assert partial.records_scanned == 48 and not partial.done
+    assert _count(state_file) == 48, "three committed batches"
 
     with ChromaConnector(collection=collection, path=path) as connector:
         resumed = scanner.scan(connector, batch_size=16, state_path=state_file, target="t")
-    assert resumed.done and resumed.records_scanned == len(truth)
+    assert resumed.records_scanned == len(truth)
+    assert resumed.coverage.records_attacked == len(truth), "the first run's batches count once, in the same run"
     ids = [f.record_id for f in resumed.findings]
     assert len(ids) == len(set(ids))
-    assert ids == [f.record_id for f in reference.findings]
+    assert ids == sorted(f.record_id for f in reference.findings)
 
 
-def test_state_file_of_another_scan_is_refused(tmp_path: Path) -> None:
+@pytest.fixture
+def own_store(pii_store, tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the session store that a test may change."""
+    path, collection, _ = pii_store
+    shutil.copytree(path, tmp_path / "store")
+    return tmp_path / "store", collection
+
+
+def test_rescan_attacks_only_new_and_changed_records_and_resolves_deleted_ones(
+    own_store, small_attacks, detector, embedder, tmp_path: Path
+) -> None:
+    path, collection = own_store
+    state_file = tmp_path / "state.sqlite"
+    scanner = Scanner(small_attacks, detector, dimension=384)
+    with ChromaConnector(collection=collection, path=path) as connector:
+        first = scanner.scan(connector, batch_size=32, state_path=state_file, target="t")
+        again = scanner.scan(connector, batch_size=32, state_path=state_file, target="t")
+    assert again.coverage.records_attacked == 0 and again.coverage.records_carried_over == first.records_scanned
+    assert again.findings == first.findings and again.summary == first.summary
+    assert [run.records_flagged for run in again.history] == [first.summary.records_flagged] * 2
+
+    flagged = first.findings[0].record_id
+    clean = next(rid for rid in _ids(path, collection) if rid not in {f.record_id for f in first.findings})
+    new_text = "Please forward the lab results of Dr. Hannah Okafor to hannah.okafor@example.com today."
+    with ChromaConnector(collection=collection, path=path) as writer:
+        writer.upsert([VectorRecord(id=clean, vector=embedder.encode([new_text])[0], text=new_text)])
+        writer.upsert([VectorRecord(id="brand-new", vector=embedder.encode([new_text])[0], text=new_text)])
+    chromadb.PersistentClient(path=str(path)).get_collection(collection).delete(ids=[flagged])
+    with ChromaConnector(collection=collection, path=path) as connector:
+        third = scanner.scan(connector, batch_size=32, state_path=state_file, target="t")
+    assert third.coverage.records_attacked == 2, "one changed record, one new"
+    assert third.coverage.findings_resolved == 1
+    assert third.records_scanned == first.records_scanned
+    now_flagged = {f.record_id for f in third.findings}
+    assert flagged not in now_flagged and {clean, "brand-new"} <= now_flagged
+
+
+def _ids(path: Path, collection: str) -> list[str]:
+    with ChromaConnector(collection=collection, path=path) as connector:
+        return [r.id for batch in connector.iter_batches(64) for r in batch.records]
+
+
+def test_other_attack_settings_never_reuse_or_mix_verdicts(pii_store, small_attacks, detector, tmp_path) -> None:
+    path, collection, truth = pii_store
+    state_file = tmp_path / "state.sqlite"
+    both = Scanner(small_attacks, detector, dimension=384)
+    probe_only = Scanner(small_attacks[:1], detector, dimension=384)
+    with pytest.raises(KeyboardInterrupt), CrashingConnector(collection=collection, path=path, crash_after=2) as c:
+        both.scan(c, batch_size=16, state_path=state_file, target="t")
+    with ChromaConnector(collection=collection, path=path) as connector:
+        other = probe_only.scan(connector, batch_size=16, state_path=state_file, target="t")
+        back = both.scan(connector, batch_size=16, state_path=state_file, target="t")
+    assert other.coverage.records_attacked == len(truth), "the unfinished run had other attacks: start over"
+    assert back.coverage.records_attacked == len(truth), "verdicts of other attacks are never carried over"
+    assert all(e.attack == small_attacks[0].name or e.attack == "fused" for f in other.findings for e in f.evidence)
+
+
+def test_state_file_that_is_not_a_state_is_refused(tmp_path: Path) -> None:
     from vdbguard.errors import VdbguardError
 
-    ScanState(target="chroma:/a:one").save(tmp_path / "s.json")
-    with pytest.raises(VdbguardError, match="another scan"):
-        ScanState.load(tmp_path / "s.json", "chroma:/b:two")
+    (tmp_path / "s.json").write_text('{"version": 1, "findings": []}')
+    with pytest.raises(VdbguardError, match="not a vdbguard state"):
+        ScanStore(tmp_path / "s.json")
+
+
+def test_sample_attacks_a_share_and_later_runs_cover_the_rest(pii_store, small_attacks, detector, tmp_path) -> None:
+    path, collection, truth = pii_store
+    state_file = tmp_path / "state.sqlite"
+    scanner = Scanner(small_attacks, detector, dimension=384)
+    with ChromaConnector(collection=collection, path=path) as connector:
+        first = scanner.scan(connector, batch_size=32, state_path=state_file, target="t", sample=0.5)
+        second = scanner.scan(connector, batch_size=32, state_path=state_file, target="t", sample=0.5)
+    assert 0.3 * len(truth) < first.coverage.records_attacked < 0.7 * len(truth)
+    assert first.coverage.fast_tier_sample == 0.5 and first.records_scanned == len(truth)
+    assert second.coverage.records_carried_over == first.coverage.records_attacked
+    covered = second.coverage.records_carried_over + second.coverage.records_attacked
+    assert covered > first.coverage.records_attacked, "the second run samples records the first left out"
+
+
+def test_deep_tier_runs_on_flagged_records_within_its_budget(pii_store, small_attacks, detector, tmp_path) -> None:
+    path, collection, _ = pii_store
+    scanner = Scanner(small_attacks[:1], detector, dimension=384)
+    deep = DeepTier(Scanner(small_attacks[1:], detector, dimension=384), sample=0.0, max_records=5)
+    state_file = tmp_path / "state.sqlite"
+    with ChromaConnector(collection=collection, path=path) as connector:
+        first = scanner.scan(connector, batch_size=32, state_path=state_file, target="t", deep=deep)
+        second = scanner.scan(connector, batch_size=32, state_path=state_file, target="t", deep=deep)
+    c = first.coverage
+    assert c.deep_records == 5 and c.deep_budget_exhausted and c.deep_flagged_by_fast > 5
+    assert c.deep_flagged_covered == 5 and c.deep_attacks == [small_attacks[1].name]
+    deep_evidence = [f for f in first.findings if any(e.attack == small_attacks[1].name for e in f.evidence)]
+    assert len(deep_evidence) <= 5, "deep evidence only where the deep tier ran"
+    assert second.coverage.deep_flagged_covered == 10, "the next run goes on with records the budget left out"
+
+
+def test_allow_list_and_severity_policy(pii_store, small_attacks, detector, tmp_path) -> None:
+    from vdbguard.config import AllowList
+    from vdbguard.scan.job import ConfigPolicy
+
+    path, collection, _ = pii_store
+    with ChromaConnector(collection=collection, path=path) as connector:
+        plain = Scanner(small_attacks, detector, dimension=384).scan(connector, batch_size=64)
+        first_id = plain.findings[0].record_id
+        policy = ConfigPolicy(
+            AllowList(records=[first_id], patterns=[".*"]),
+            {PiiType.EMAIL: Severity.CRITICAL, PiiType.PERSON: Severity.CRITICAL},
+        )
+        allowed = Scanner(small_attacks, detector, dimension=384, policy=policy).scan(connector, batch_size=64)
+    assert first_id not in {f.record_id for f in allowed.findings}
+    assert all(e.recovered is None for f in allowed.findings for e in f.evidence), "every value is allowed"
+    assert all(f.severity is Severity.CRITICAL for f in allowed.findings if {"EMAIL", "PERSON"} & set(f.pii_types))
 
 
 def test_bad_records_are_reported_by_id_and_field_and_the_rest_is_scanned(small_attacks, detector, embedder) -> None:
@@ -97,13 +218,13 @@ def test_bad_records_are_reported_by_id_and_field_and_the_rest_is_scanned(small_
         VectorRecord(id="has-nan", vector=nan),
         VectorRecord(id="short", vector=good[:100]),
     ]
-    state = Scanner(small_attacks, detector, dimension=384).scan(ListConnector(records))
-    problems = {(p.record_id, p.field) for p in state.problems}
+    result = Scanner(small_attacks, detector, dimension=384).scan(ListConnector(records))
+    problems = {(p.record_id, p.field) for p in result.problems}
     assert problems == {("no-vector", "vector"), ("has-nan", "vector"), ("short", "vector")}
-    assert any("NaN" in p.problem for p in state.problems)
-    assert any("dimension 100" in p.problem for p in state.problems)
-    assert state.records_scanned == 4
-    assert [f.record_id for f in state.findings] == ["ok"]
+    assert any("NaN" in p.problem for p in result.problems)
+    assert any("dimension 100" in p.problem for p in result.problems)
+    assert result.records_scanned == 4
+    assert [f.record_id for f in result.findings] == ["ok"]
 
 
 def test_severity_rules() -> None:

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class Severity(StrEnum):
@@ -146,6 +146,32 @@ class ExpectedQuality(BaseModel):
     command: str
 
 
+class RunSummary(BaseModel):
+    """One earlier (or this) run of the same job on the same collection, from the job's state (schema 1.3)."""
+
+    finished_at: datetime
+    records_scanned: int
+    records_flagged: int
+    by_severity: dict[str, int]
+    records_attacked: int = Field(description="new or changed records the attacks ran on; the rest carried over")
+
+
+class Coverage(BaseModel):
+    """What this run looked at, when a budget or a sample kept it from attacking everything (schema 1.3)."""
+
+    records_in_collection: int
+    records_attacked: int = Field(description="new or changed records the fast tier ran on in this run")
+    records_carried_over: int = Field(description="unchanged records whose verdict was kept from an earlier run")
+    fast_tier_sample: float = Field(description="share of records the fast tier attacks (1.0: every record)")
+    deep_attacks: list[str] = Field(default_factory=list)
+    deep_records: int = Field(default=0, description="records the deep attacks ran on")
+    deep_flagged_by_fast: int = Field(default=0, description="records the fast tier flagged")
+    deep_flagged_covered: int = Field(default=0, description="of those, how many the deep attacks reached")
+    deep_budget_exhausted: bool = False
+    findings_resolved: int = Field(default=0, description="findings closed because their record was deleted")
+    findings_suppressed: int = Field(default=0, description="findings hidden by an allow list or a suppression")
+
+
 class Report(BaseModel):
     schema_version: str = SCHEMA_VERSION
     tool_version: str
@@ -162,4 +188,8 @@ class Report(BaseModel):
     )
     expected_quality: list[ExpectedQuality] = Field(
         default_factory=list, description="the verdicts' measured quality on real text, for this kind of scan"
+    )
+    coverage: Coverage | None = Field(default=None, description="set by scans that keep state or use budgets")
+    history: list[RunSummary] = Field(
+        default_factory=list, description="this job's finished runs on this collection, oldest first, this run last"
     )

@@ -1,15 +1,20 @@
 """The engine: stream records from a connector, run every attack, detect PII, emit findings.
 
-After each batch the engine checkpoints a :class:`~vdbguard.scan.state.ScanState`, so a scan killed at
-any point resumes from the last finished batch without skipping or double-counting a record.
+Each batch commits to the job's state (``scan.state``) with the connector's cursor, so a scan killed at
+any point resumes from the last committed batch without skipping or double-counting a record, and a
+re-scan attacks only records that are new or changed since the last run.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -21,8 +26,17 @@ from vdbguard.masking import mask_if
 from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
-from vdbguard.reports.schema import Evidence, Finding, InferredAttribute, RecordProblem, Severity, Summary
-from vdbguard.scan.state import ScanState
+from vdbguard.reports.schema import (
+    Coverage,
+    Evidence,
+    Finding,
+    InferredAttribute,
+    RecordProblem,
+    RunSummary,
+    Severity,
+    Summary,
+)
+from vdbguard.scan.state import RecordRow, Run, ScanStore, record_digest, verdict_key
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
@@ -38,9 +52,15 @@ TYPE_SEVERITY: dict[PiiType, Severity] = {
 }
 
 
-def severity_of(pii_types: set[PiiType], recovered_verbatim: bool) -> Severity:
-    """Worst type sets the base; a person linked to any other attribute, or PII recovered verbatim, is one worse."""
-    base = max((TYPE_SEVERITY[t] for t in pii_types), key=lambda s: s.rank, default=Severity.LOW)
+def severity_of(
+    pii_types: set[PiiType], recovered_verbatim: bool, overrides: Mapping[PiiType, Severity] | None = None
+) -> Severity:
+    """Worst type sets the base; a person linked to any other attribute, or PII recovered verbatim, is one worse.
+
+    ``overrides``: a job's own base severity per type (e.g. names in HR data are high).
+    """
+    table = {**TYPE_SEVERITY, **(overrides or {})}
+    base = max((table[t] for t in pii_types), key=lambda s: s.rank, default=Severity.LOW)
     linked = PiiType.PERSON in pii_types and len(pii_types) > 1
     steps = int(linked) + int(recovered_verbatim)
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
@@ -60,6 +80,7 @@ class Scanner:
         dimension: int | None,
         mask_pii: bool = True,
         verdict: StackedVerdict | None = None,
+        policy: FindingPolicy | None = None,
     ) -> None:
         if not attacks:
             raise VdbguardError("no attacks to run", "pass at least one --attack")
@@ -68,6 +89,7 @@ class Scanner:
         self.dimension = dimension
         self.mask_pii = mask_pii
         self.verdict = verdict
+        self.policy = policy
 
     def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ScoreKey, float]]:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
@@ -90,40 +112,73 @@ class Scanner:
         target: str = "",
         total: int | None = None,
         progress: ProgressSink | None = None,
-    ) -> ScanState:
-        """Scan every record; resume from ``state_path`` if an earlier run of this scan left one."""
-        state = ScanState.load(state_path, target) if state_path else ScanState(target=target)
-        if state.done:
-            return state
-        progress = progress or Silent()
-        with progress.task("Scanning records", total) as advance:
-            advance(state.records_scanned)
-            for batch in connector.iter_batches(batch_size=batch_size, resume_from=state.cursor):
-                self._scan_batch(batch.records, state)
-                state.cursor = batch.cursor
-                if state_path:
-                    state.save(state_path)
-                advance(len(batch.records))
-        state.done = True
-        if state_path:
-            state.save(state_path)
-        return state
+        sample: float = 1.0,
+        deep: DeepTier | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> ScanResult:
+        """Scan every record, attacking only what the state does not already hold a current verdict for.
 
-    def _scan_batch(self, records: Sequence[VectorRecord], state: ScanState) -> None:
-        usable, vectors = [], []
+        ``state_path``: the job's SQLite state (see ``scan.state``); without it a temporary one. ``sample``:
+        the share of new or changed records the fast tier attacks this run. ``settings``: whatever else
+        changes a verdict (embedder, calibration), folded into the state's verdict key.
+        """
+        key = verdict_key({**self.verdict_settings(), **(settings or {}), "deep": deep and deep.settings()})
+        progress = progress or Silent()
+        with ScanStore(state_path) as store:
+            run = store.begin(target, key)
+            batch_run = _BatchRun(self, run, sample, deep)
+            with progress.task("Scanning records", total) as advance:
+                if run.resumed:
+                    advance(run.count())
+                for batch in connector.iter_batches(batch_size=batch_size, resume_from=run.cursor):
+                    batch_run.scan_batch(batch.records, batch.cursor)
+                    advance(len(batch.records))
+                    batch_run.announce_estimate(total)
+            run.finish()
+            return ScanResult(
+                findings=run.findings(),
+                problems=run.problems(),
+                summary=run.summary(),
+                coverage=Coverage(
+                    records_in_collection=run.count(),
+                    records_attacked=run.attacked(),
+                    records_carried_over=run.count(f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}"),
+                    fast_tier_sample=sample,
+                    deep_attacks=[] if deep is None else [a.name for a in deep.scanner.attacks],
+                    deep_records=run.count("deep"),
+                    deep_flagged_by_fast=run.count("deep_wanted AND finding IS NOT NULL"),
+                    deep_flagged_covered=run.count("deep AND deep_wanted AND finding IS NOT NULL"),
+                    deep_budget_exhausted=run.deep_exhausted,
+                    findings_resolved=run.findings_resolved(),
+                ),
+                history=run.history(),
+            )
+
+    def verdict_settings(self) -> dict[str, Any]:
+        """Everything in this scanner that changes a verdict, for the state's key."""
+        return {
+            "attacks": [(a.name, a.version, round(a.threshold, 6), sorted(a.metrics().items())) for a in self.attacks],
+            "detector": type(self.detector).__name__,
+            "dimension": self.dimension,
+            "masked": self.mask_pii,
+            "verdict": None if self.verdict is None else sorted((str(k), v) for k, v in self.verdict.cutoffs.items()),
+            "policy": self.policy.settings() if self.policy else None,
+        }
+
+    def attack_records(self, records: Sequence[VectorRecord]) -> list[RecordRow]:
+        """Run the attacks on records the state had no current verdict for; one row per record."""
+        rows, usable, vectors = [], [], []
         for record in records:
             try:
                 vectors.append(record.checked_vector(self.dimension))
                 usable.append(record)
             except RecordError as exc:
-                state.problems.append(RecordProblem(record_id=exc.record_id, field=exc.field, problem=exc.problem))
-        state.records_scanned += len(records)
-        if not usable:
-            return
-        for record, inferences in zip(usable, self._infer(usable, vectors), strict=True):
-            finding = self._finding(record, inferences, state)
-            if finding:
-                state.findings.append(finding)
+                problem = RecordProblem(record_id=exc.record_id, field=exc.field, problem=exc.problem)
+                rows.append(RecordRow(record.id, record_digest(record), attacked=True, problem=problem))
+        if usable:
+            for record, inferences in zip(usable, self._infer(usable, vectors), strict=True):
+                rows.append(self._row(record, inferences))
+        return rows
 
     def _candidates(self, inferences: list[Inference]) -> list[Candidate]:
         """Every attack's claim about one record, before any threshold."""
@@ -161,9 +216,24 @@ class Scanner:
         decided = {e.pii_type for e in fused}
         return fused + [e for e in evidence if e.pii_type in decided]
 
-    def _finding(self, record: VectorRecord, inferences: list[Inference], state: ScanState) -> Finding | None:
+    def _row(self, record: VectorRecord, inferences: list[Inference]) -> RecordRow:
+        text = record.source_text
+        source_types = set() if text is None else {d.pii_type for d in self.detector.detect(text)}
+        row = RecordRow(
+            record.id, record_digest(record), attacked=True, has_text=text is not None, has_pii=bool(source_types)
+        )
+        if self.policy is None or not self.policy.allows_record(record.id):
+            row.finding = self._finding(record, inferences, source_types)
+        return row
+
+    def _finding(self, record: VectorRecord, inferences: list[Inference], source_types: set[PiiType]) -> Finding | None:
         candidates = self._candidates(inferences)
+        if self.policy is not None:
+            candidates = [c for c in candidates if c.value is None or not self.policy.allows_value(c.value)]
         evidence = self._decide(candidates)
+        if not evidence:
+            return None
+        pii_words = {word for c in candidates if c.value is not None for word in _WORD.findall(c.value.lower())}
         recovered_words = [
             word for inference in inferences if inference.recovered_text for word, _ in inference.recovered_tokens
         ]
@@ -179,37 +249,184 @@ class Scanner:
             for attribute, (value, probability) in inference.attributes.items()
             if probability >= attack.threshold
         ]
-
         text = record.source_text
-        source_types: set[PiiType] = set()
-        if text is not None:
-            source_types = {d.pii_type for d in self.detector.detect(text)}
-            state.source_counts["with_text"] += 1
-            state.source_counts["with_pii"] += bool(source_types)
-        if not evidence:
-            return None
-        state.source_counts["with_pii_flagged"] += bool(source_types)
-
         flagged = {PiiType(e.pii_type) for e in evidence}
         lowered = text.lower() if text is not None else ""
         recovered_values = [
             c.value for c in candidates if c.value is not None and c.pii_type in flagged and c.over_threshold
         ]
         verbatim = any(value.lower() in lowered for value in recovered_values)
+        overrides = self.policy.severity_by_type if self.policy else None
         return Finding(
             record_id=record.id,
             collection=record.collection,
             namespace=record.namespace,
-            severity=severity_of(flagged, recovered_verbatim=bool(text) and verbatim),
+            severity=severity_of(flagged, recovered_verbatim=bool(text) and verbatim, overrides=overrides),
             pii_types=sorted(t.value for t in flagged),
             evidence=evidence,
-            recovered_words=[mask_if(word, self.mask_pii) for word in recovered_words],
+            recovered_words=[mask_if(word, self.mask_pii and word.lower() in pii_words) for word in recovered_words],
             confirmed_by_source=None if text is None else {t.value: t in source_types for t in sorted(flagged)},
             recovered_words_in_source=None
             if text is None
             else sum(1 for word in set(recovered_words) if word in lowered),
             inferred_attributes=attributes,
         )
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+class FindingPolicy(Protocol):
+    """What a job's allow list and severity policy decide (``vdbguard.config`` builds one)."""
+
+    severity_by_type: Mapping[PiiType, Severity]
+
+    def allows_value(self, value: str) -> bool: ...
+
+    def allows_record(self, record_id: str) -> bool: ...
+
+    def settings(self) -> Any: ...
+
+
+@dataclass
+class DeepTier:
+    """Slower attacks on what the fast tier flags plus a random share of the rest, within a budget per run."""
+
+    scanner: Scanner
+    sample: float = 0.0
+    max_records: int | None = None
+    max_seconds: float | None = None
+
+    def settings(self) -> dict[str, Any]:
+        return {"scanner": self.scanner.verdict_settings(), "sample": self.sample}
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding]
+    problems: list[RecordProblem]
+    summary: Summary
+    coverage: Coverage
+    history: list[RunSummary]
+
+    @property
+    def records_scanned(self) -> int:
+        return self.summary.records_scanned
+
+
+class _BatchRun:
+    """One run's per-batch work: carry over what is current, attack the rest, deep-attack within budget."""
+
+    def __init__(self, scanner: Scanner, run: Run, sample: float, deep: DeepTier | None) -> None:
+        self.scanner, self.run, self.sample, self.deep = scanner, run, sample, deep
+        self.started = time.monotonic()
+        self.batches = 0
+        self.attacked = 0
+
+    def scan_batch(self, records: Sequence[VectorRecord], cursor: str | None) -> None:
+        known = self.run.lookup([r.id for r in records])
+        fresh, carried, unsampled = [], [], []
+        for record in records:
+            seen = known.get(record.id)
+            if seen is not None and seen.run_id == self.run.id:
+                continue  # a duplicate id, or a batch the store served twice: already counted this run
+            current = seen is not None and seen.verdict_key == self.run.key and seen.digest == record_digest(record)
+            if current and not (seen.deep_pending and self._deep_budget_left()):
+                carried.append(record.id)
+                continue
+            if self.sample < 1.0 and _fraction(record.id, self.run.id) >= self.sample:
+                unsampled.append(RecordRow(record.id, None, attacked=False))
+                continue
+            fresh.append(record)
+        rows = self.scanner.attack_records(fresh) if fresh else []
+        self.attacked += len(fresh)
+        if self.deep is not None:
+            self._deep(fresh, rows)
+        self.run.commit_batch(cursor, rows + unsampled, carried)
+        self.batches += 1
+
+    def _deep_budget_left(self) -> bool:
+        deep, run = self.deep, self.run
+        if deep is None:
+            return False
+        within = (deep.max_records is None or run.deep_records < deep.max_records) and (
+            deep.max_seconds is None or run.deep_seconds < deep.max_seconds
+        )
+        run.deep_exhausted = run.deep_exhausted or not within
+        return within
+
+    def _deep(self, records: Sequence[VectorRecord], rows: list[RecordRow]) -> None:
+        assert self.deep is not None
+        by_id = {r.id: r for r in records}
+        wanted = [
+            row
+            for row in rows
+            if row.problem is None and (row.finding is not None or _fraction(row.record_id, 0) < self.deep.sample)
+        ]
+        for row in wanted:
+            row.deep_wanted = True
+        for row in wanted:
+            if not self._deep_budget_left():
+                return
+            started = time.monotonic()
+            [deep_row] = self.deep.scanner.attack_records([by_id[row.record_id]])
+            self.run.deep_seconds += time.monotonic() - started
+            self.run.deep_records += 1
+            row.deep = True
+            row.finding = merge_findings(row.finding, deep_row.finding)
+
+    def announce_estimate(self, total: int | None) -> None:
+        """After the first batch: how long the rest should take at the rate just measured."""
+        if self.batches != 1 or not total:
+            return
+        elapsed = time.monotonic() - self.started
+        done = self.run.count()
+        rate = done / elapsed if elapsed > 0 else 0.0
+        remaining = max(total - done, 0)
+        eta = f"{remaining / rate / 60:.1f} min" if rate else "unknown"
+        budget = ""
+        if self.deep is not None:
+            limits = [
+                f"{self.deep.max_records} records" if self.deep.max_records else "",
+                f"{self.deep.max_seconds:.0f} s" if self.deep.max_seconds else "",
+            ]
+            budget = f"; deep tier within {' and '.join(x for x in limits if x) or 'no budget'}"
+        plan.info(
+            "plan: %d of %d records read, %d attacked; at %.0f records/s the rest takes about %s%s",
+            done,
+            total,
+            self.attacked,
+            rate,
+            eta,
+            budget,
+        )
+
+
+plan = logging.getLogger("vdbguard.scan.plan")
+
+
+def _fraction(record_id: str, salt: int) -> float:
+    """A stable pseudo-random number in [0, 1) per record (and run), for sampling without state."""
+    digest = hashlib.blake2b(f"{salt}:{record_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest) / 2**64
+
+
+def merge_findings(fast: Finding | None, deep: Finding | None) -> Finding | None:
+    """One finding per record: the deep tier's evidence added to the fast tier's."""
+    if fast is None or deep is None:
+        return fast or deep
+    return fast.model_copy(
+        update={
+            "severity": max(fast.severity, deep.severity, key=lambda s: s.rank),
+            "pii_types": sorted(set(fast.pii_types) | set(deep.pii_types)),
+            "evidence": fast.evidence + deep.evidence,
+            "recovered_words": fast.recovered_words + deep.recovered_words,
+            "confirmed_by_source": None
+            if fast.confirmed_by_source is None
+            else {**fast.confirmed_by_source, **(deep.confirmed_by_source or {})},
+            "inferred_attributes": fast.inferred_attributes + deep.inferred_attributes,
+        }
+    )
 
 
 FUSED = "fused"
@@ -252,16 +469,3 @@ def _detection_score(detection: Detection, word_scores: dict[str, float]) -> flo
     """How sure the inverter was of the words the detector matched (the weakest of them)."""
     words = [word_scores[w] for w in detection.value.lower().split() if w in word_scores]
     return round(min(words), 4) if words else detection.score
-
-
-def summarise(state: ScanState) -> Summary:
-    return Summary(
-        records_scanned=state.records_scanned,
-        records_flagged=len(state.findings),
-        records_skipped=len(state.problems),
-        by_severity=dict(Counter(f.severity.value for f in state.findings)),
-        by_pii_type=dict(Counter(t for f in state.findings for t in f.pii_types)),
-        records_with_source_text=state.source_counts["with_text"],
-        source_pii_records=state.source_counts["with_pii"],
-        source_pii_flagged=state.source_counts["with_pii_flagged"],
-    )

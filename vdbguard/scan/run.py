@@ -20,10 +20,11 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
-from vdbguard.scan.engine import Scanner, summarise
+from vdbguard.scan.engine import DeepTier, FindingPolicy, Scanner
 from vdbguard.scan.fused import packaged_verdict
 from vdbguard.scan.owner import AUTO, CalibrationOptions, owner_calibration
 from vdbguard.scan.quality import expected_quality
+from vdbguard.scan.state import ScanStore, target_key
 
 AUTO_EMBEDDER = "auto"
 STORE_EMBEDDER = "store"
@@ -74,6 +75,10 @@ def scan_collection(
     calibration: CalibrationOptions = AUTO,
     fused: bool = True,
     progress: ProgressSink | None = None,
+    sample: float = 1.0,
+    deep_attack_names: Sequence[str] = (),
+    deep_budget: tuple[float, int | None, float | None] = (0.0, None, None),
+    policy: FindingPolicy | None = None,
 ) -> Report:
     """Scan every record of the collection and return the report.
 
@@ -131,17 +136,26 @@ def scan_collection(
             records=settings.verdict_records,
             progress=progress,
         )
-    scanner = Scanner(attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict)
+    scanner = Scanner(attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict, policy=policy)
+    deep = None
+    if deep_attack_names:
+        deep_attacks = trained_attacks(model, deep_attack_names, profile=profile, progress=progress)
+        deep_scanner = Scanner(deep_attacks, pii_detector, dimension, mask_pii=mask_pii, policy=policy)
+        deep = DeepTier(deep_scanner, *deep_budget)
     safe_location = redact_location(location)
-    state = scanner.scan(
+    target = target_key(connector_name, safe_location, info.name)
+    result = scanner.scan(
         connector,
         batch_size=batch_size,
         state_path=state_path,
-        target=f"{connector_name}:{safe_location}:{info.name}",
+        target=target,
         total=info.count,
         progress=progress,
+        sample=sample,
+        deep=deep,
+        settings={"embedder": identity.fingerprint, "aligned": embedder is None},
     )
-    return Report(
+    report = Report(
         tool_version=version("vdbguard"),
         created_at=datetime.now(UTC),
         target=Target(
@@ -155,14 +169,20 @@ def scan_collection(
         embedder=identity,
         attacks=[
             AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
-            for a in attacks
+            for a in (*attacks, *(deep.scanner.attacks if deep else ()))
         ],
         masked=mask_pii,
-        summary=summarise(state),
-        findings=state.findings,
-        record_problems=state.problems,
+        summary=result.summary,
+        findings=result.findings,
+        record_problems=result.problems,
+        coverage=result.coverage,
+        history=result.history,
         calibration=None if calibrated is None else calibrated.report,
         expected_quality=expected_quality(
             ("default" if fused else "any") if calibrated is None else "store" if embedder is None else "owner"
         ),
     )
+    if state_path is not None:
+        with ScanStore(state_path) as store:
+            store.save_report(report)
+    return report

@@ -1,65 +1,362 @@
-"""What a scan has done so far, checkpointed so that a killed scan resumes exactly where it stopped.
+"""A scan job's state in one SQLite file: incremental re-scans, crash-safe resumes and run history.
 
-After each batch the findings so far and the connector's cursor are written in one atomic replace, so
-a resume neither skips nor double-counts a record.
+Per collection ("target") the file keeps each run and, per record, a digest of its vector, payload and
+text with the verdict last given to it and the key of the settings that gave it. A re-scan attacks only
+records whose digest or verdict key changed and carries the others over; records not seen by a finished
+run were deleted, so their findings are resolved. Every batch commits in one transaction with the
+connector's cursor: a run killed at any moment resumes after the last committed batch, and because a
+record's row names the run that counted it, nothing is skipped or counted twice.
+
+Without a state file the same code runs on a temporary database, so every scan takes one path.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
+import sqlite3
+import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from vdbguard.cache import write_json_atomic
+import numpy as np
+
 from vdbguard.errors import VdbguardError
-from vdbguard.reports.schema import Finding, RecordProblem
+from vdbguard.records import VectorRecord
+from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
 
-STATE_VERSION = 1
+log = logging.getLogger(__name__)
+
+STATE_SCHEMA = 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    target TEXT NOT NULL,
+    verdict_key TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    abandoned INTEGER NOT NULL DEFAULT 0,
+    cursor TEXT,
+    deep_records INTEGER NOT NULL DEFAULT 0,
+    deep_seconds REAL NOT NULL DEFAULT 0,
+    deep_exhausted INTEGER NOT NULL DEFAULT 0,
+    findings_resolved INTEGER NOT NULL DEFAULT 0,
+    records_attacked INTEGER NOT NULL DEFAULT 0,
+    summary TEXT,
+    report TEXT
+);
+CREATE TABLE IF NOT EXISTS records (
+    target TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    digest BLOB,
+    verdict_key TEXT,
+    run_id INTEGER NOT NULL,
+    attacked_run INTEGER,
+    has_text INTEGER NOT NULL DEFAULT 0,
+    has_pii INTEGER NOT NULL DEFAULT 0,
+    deep INTEGER NOT NULL DEFAULT 0,
+    deep_wanted INTEGER NOT NULL DEFAULT 0,
+    finding TEXT,
+    problem TEXT,
+    PRIMARY KEY (target, record_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_by_run ON records (target, run_id);
+"""
+
+
+def record_digest(record: VectorRecord) -> bytes:
+    """What a verdict depends on in the record itself: vector, payload and text (16 bytes)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(record.id.encode())
+    if record.vector is not None:
+        try:
+            h.update(np.ascontiguousarray(record.vector, dtype=np.float32).tobytes())
+        except (TypeError, ValueError):
+            h.update(repr(record.vector).encode())
+    h.update(json.dumps(record.payload, sort_keys=True, default=str).encode())
+    h.update((record.text or "").encode())
+    return h.digest()
+
+
+def target_key(connector: str, location: str, collection: str) -> str:
+    """One collection's key in the state: the same store and collection whatever the run's other flags."""
+    return f"{connector}:{location}:{collection}"
+
+
+def verdict_key(settings: dict[str, Any]) -> str:
+    """A short key over everything that changes a verdict (embedder, attacks and versions, thresholds...)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the state remembers about one record."""
+
+    digest: bytes | None
+    verdict_key: str | None
+    run_id: int
+    deep_pending: bool = False
 
 
 @dataclass
-class ScanState:
-    cursor: str | None = None
-    records_scanned: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    problems: list[RecordProblem] = field(default_factory=list)
-    source_counts: Counter = field(default_factory=Counter)
-    done: bool = False
-    target: str = ""
+class RecordRow:
+    """One record's outcome in this run, written with its batch."""
 
-    def save(self, path: Path) -> None:
-        data = {
-            "version": STATE_VERSION,
-            "target": self.target,
-            "cursor": self.cursor,
-            "records_scanned": self.records_scanned,
-            "findings": [f.model_dump(mode="json") for f in self.findings],
-            "problems": [p.model_dump() for p in self.problems],
-            "source_counts": dict(self.source_counts),
-            "done": self.done,
-        }
-        write_json_atomic(path, data)
+    record_id: str
+    digest: bytes | None
+    attacked: bool
+    has_text: bool = False
+    has_pii: bool = False
+    deep: bool = False
+    deep_wanted: bool = False
+    finding: Finding | None = None
+    problem: RecordProblem | None = None
 
-    @classmethod
-    def load(cls, path: Path, target: str) -> ScanState:
-        if not path.exists():
-            return cls(target=target)
+
+class ScanStore:
+    """One job's state file (or a temporary one). Use as a context manager."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if path is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="vdbguard-state-")
+            path = Path(self._tmp.name) / "state.sqlite"
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise VdbguardError(f"scan state {path} is corrupt: {exc}", "delete it to start over") from exc
-        if data.get("version") != STATE_VERSION or data.get("target") != target:
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self._check_schema()
+        except sqlite3.DatabaseError as exc:
             raise VdbguardError(
-                f"scan state {path} belongs to another scan ({data.get('target')!r})",
-                "use a different --state file, or delete this one to start over",
+                f"{path} is not a vdbguard state file ({exc})",
+                "pass another state path; a JSON --state file from vdbguard < 0.2 cannot be reused: delete it",
+            ) from exc
+
+    def _check_schema(self) -> None:
+        self.db.executescript(_SCHEMA)
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(STATE_SCHEMA),))
+        elif int(row[0]) != STATE_SCHEMA:
+            raise VdbguardError(
+                f"state file {self.path} has schema {row[0]}, this vdbguard writes {STATE_SCHEMA}",
+                "use a new state file (the old one's findings are in its last report)",
             )
-        return cls(
-            cursor=data["cursor"],
-            records_scanned=data["records_scanned"],
-            findings=[Finding.model_validate(f) for f in data["findings"]],
-            problems=[RecordProblem.model_validate(p) for p in data["problems"]],
-            source_counts=Counter(data["source_counts"]),
-            done=data["done"],
-            target=target,
+
+    def __enter__(self) -> ScanStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def save_report(self, report: Report) -> None:
+        """Keep the finished run's report, so `vdbguard report STATE` re-renders it without a re-scan."""
+        target = target_key(report.target.connector, report.target.location, report.target.collection)
+        self.db.execute(
+            "UPDATE runs SET report = ? "
+            "WHERE id = (SELECT MAX(id) FROM runs WHERE target = ? AND finished_at IS NOT NULL)",
+            (report.model_dump_json(), target),
         )
+
+    def latest_reports(self) -> list[Report]:
+        """The last finished run's report of every target in this state file."""
+        rows = self.db.execute(
+            "SELECT report FROM runs r WHERE report IS NOT NULL AND id = "
+            "(SELECT MAX(id) FROM runs WHERE target = r.target AND report IS NOT NULL) ORDER BY target"
+        ).fetchall()
+        return [Report.model_validate_json(report) for (report,) in rows]
+
+    def begin(self, target: str, key: str) -> Run:
+        """Resume this target's unfinished run if it has the same verdict key; otherwise start a new run.
+
+        An unfinished run with another key (other attacks, embedder or thresholds) is abandoned rather
+        than mixed into: its records keep that key, so the new run attacks them again.
+        """
+        with self._transaction() as db:
+            open_run = db.execute(
+                "SELECT id, verdict_key, cursor FROM runs WHERE target = ? AND finished_at IS NULL AND abandoned = 0",
+                (target,),
+            ).fetchone()
+            if open_run is not None:
+                run_id, old_key, cursor = open_run
+                if old_key == key:
+                    log.info("resuming run %d of %s after its last committed batch", run_id, target)
+                    return Run(self, target, key, run_id, cursor, resumed=True)
+                log.warning("the unfinished run %d used other settings: starting over with these", run_id)
+                db.execute("UPDATE runs SET abandoned = 1 WHERE id = ?", (run_id,))
+            cur = db.execute(
+                "INSERT INTO runs (target, verdict_key, started_at) VALUES (?, ?, ?)",
+                (target, key, datetime.now(UTC).isoformat()),
+            )
+            return Run(self, target, key, int(cur.lastrowid or 0), None, resumed=False)
+
+
+class Run:
+    """One run over one target: look records up, commit batches, finish, read the outcome."""
+
+    def __init__(self, store: ScanStore, target: str, key: str, run_id: int, cursor: str | None, resumed: bool):
+        self.store, self.db = store, store.db
+        self.target, self.key, self.id = target, key, run_id
+        self.cursor, self.resumed = cursor, resumed
+        self.deep_records, self.deep_seconds, self.deep_exhausted = self._deep_so_far()
+
+    def _deep_so_far(self) -> tuple[int, float, bool]:
+        row = self.db.execute(
+            "SELECT deep_records, deep_seconds, deep_exhausted FROM runs WHERE id = ?", (self.id,)
+        ).fetchone()
+        return int(row[0]), float(row[1]), bool(row[2])
+
+    def lookup(self, record_ids: Sequence[str]) -> dict[str, Known]:
+        known: dict[str, Known] = {}
+        for start in range(0, len(record_ids), 500):
+            chunk = list(record_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for rid, digest, key, run_id, pending in self.db.execute(
+                "SELECT record_id, digest, verdict_key, run_id, deep_wanted AND NOT deep FROM records "
+                f"WHERE target = ? AND record_id IN ({marks})",
+                (self.target, *chunk),
+            ):
+                known[rid] = Known(digest, key, run_id, bool(pending))
+        return known
+
+    def commit_batch(self, cursor: str | None, rows: Iterable[RecordRow], carried: Iterable[str]) -> None:
+        """This batch's new verdicts, the records carried over and the cursor, in one transaction."""
+        with self.store._transaction() as db:
+            db.executemany(
+                "UPDATE records SET run_id = ? WHERE target = ? AND record_id = ?",
+                [(self.id, self.target, rid) for rid in carried],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO records (target, record_id, digest, verdict_key, run_id, attacked_run, "
+                "has_text, has_pii, deep, deep_wanted, finding, problem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        self.target,
+                        row.record_id,
+                        row.digest,
+                        self.key if row.attacked else None,
+                        self.id,
+                        self.id if row.attacked else None,
+                        row.has_text,
+                        row.has_pii,
+                        row.deep,
+                        row.deep_wanted,
+                        None if row.finding is None else row.finding.model_dump_json(),
+                        None if row.problem is None else row.problem.model_dump_json(),
+                    )
+                    for row in rows
+                ],
+            )
+            db.execute(
+                "UPDATE runs SET cursor = ?, deep_records = ?, deep_seconds = ?, deep_exhausted = ? WHERE id = ?",
+                (cursor, self.deep_records, self.deep_seconds, self.deep_exhausted, self.id),
+            )
+        self.cursor = cursor
+
+    def finish(self) -> None:
+        """Close the run: records it did not see were deleted from the store, so their findings resolve."""
+        with self.store._transaction() as db:
+            resolved = db.execute(
+                "SELECT COUNT(*) FROM records WHERE target = ? AND run_id != ? AND finding IS NOT NULL",
+                (self.target, self.id),
+            ).fetchone()[0]
+            db.execute("DELETE FROM records WHERE target = ? AND run_id != ?", (self.target, self.id))
+            summary = self.summary()
+            db.execute(
+                "UPDATE runs SET finished_at = ?, findings_resolved = ?, records_attacked = ?, summary = ? "
+                "WHERE id = ?",
+                (datetime.now(UTC).isoformat(), resolved, self.attacked(), summary.model_dump_json(), self.id),
+            )
+
+    def _rows(self, column: str) -> Iterator[str]:
+        yield from (
+            value
+            for (value,) in self.db.execute(
+                f"SELECT {column} FROM records WHERE target = ? AND run_id = ? AND {column} IS NOT NULL "
+                "ORDER BY record_id",
+                (self.target, self.id),
+            )
+        )
+
+    def findings(self) -> list[Finding]:
+        return [Finding.model_validate_json(f) for f in self._rows("finding")]
+
+    def problems(self) -> list[RecordProblem]:
+        return [RecordProblem.model_validate_json(p) for p in self._rows("problem")]
+
+    def count(self, where: str = "1") -> int:
+        return int(
+            self.db.execute(
+                f"SELECT COUNT(*) FROM records WHERE target = ? AND run_id = ? AND {where}", (self.target, self.id)
+            ).fetchone()[0]
+        )
+
+    def summary(self) -> Summary:
+        severities: Counter[str] = Counter()
+        types: Counter[str] = Counter()
+        for finding in self.findings():
+            severities[finding.severity.value] += 1
+            types.update(finding.pii_types)
+        return Summary(
+            records_scanned=self.count(),
+            records_flagged=self.count("finding IS NOT NULL"),
+            records_skipped=self.count("problem IS NOT NULL"),
+            by_severity=dict(severities),
+            by_pii_type=dict(types),
+            records_with_source_text=self.count("has_text"),
+            source_pii_records=self.count("has_pii"),
+            source_pii_flagged=self.count("has_pii AND finding IS NOT NULL"),
+        )
+
+    def attacked(self) -> int:
+        return self.count(f"attacked_run = {self.id:d}")
+
+    def findings_resolved(self) -> int:
+        row = self.db.execute("SELECT findings_resolved FROM runs WHERE id = ?", (self.id,)).fetchone()
+        return int(row[0])
+
+    def history(self) -> list[RunSummary]:
+        """Finished runs of this target, oldest first (the latest 50)."""
+        rows = self.db.execute(
+            "SELECT finished_at, records_attacked, summary FROM runs WHERE target = ? AND finished_at IS NOT NULL "
+            "ORDER BY id DESC LIMIT 50",
+            (self.target,),
+        ).fetchall()
+        history = []
+        for finished_at, attacked, summary_json in reversed(rows):
+            summary = Summary.model_validate_json(summary_json)
+            history.append(
+                RunSummary(
+                    finished_at=datetime.fromisoformat(finished_at),
+                    records_scanned=summary.records_scanned,
+                    records_flagged=summary.records_flagged,
+                    by_severity=summary.by_severity,
+                    records_attacked=attacked,
+                )
+            )
+        return history

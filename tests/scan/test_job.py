@@ -1,0 +1,135 @@
+"""Scan jobs from vdbguard.toml: validation with locations, credentials by name, suppressions, outputs."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vdbguard.cli import main
+from vdbguard.config import STARTER, load_job
+from vdbguard.errors import VdbguardError
+from vdbguard.reports.schema import Report
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False, env=env)
+    return result.exit_code, result.output
+
+
+def test_config_init_writes_a_starter_that_validates(tmp_path: Path) -> None:
+    target = tmp_path / "vdbguard.toml"
+    assert run("config", "init", str(target))[0] == 0
+    code, output = run("config", "validate", str(target))
+    assert code == 0, output
+    assert "valid: 1 store(s), 1 collection(s)" in output
+    assert run("config", "init", str(target))[0] == 2, "never overwrites without --force"
+    schema = json.loads(run("config", "schema")[1])
+    assert {"job", "stores", "attacks", "allow", "suppressions", "severity", "output"} <= set(schema["properties"])
+    assert json.loads((Path(__file__).parents[2] / "docs" / "job-schema.json").read_text()) == schema, (
+        "regenerate docs/job-schema.json: python -m vdbguard.config"
+    )
+
+
+def test_validate_names_every_problem_with_its_location(tmp_path: Path) -> None:
+    bad = (
+        STARTER.replace('fail_on = "high"', 'fail_on = "hihg"\nbatchsize = 3')
+        .replace('path = "chroma-data"', 'url = "http://admin:hunter2@db:8000"')
+        .replace('fast = ["pii-probe"', 'fast = ["nosuch", "pii-probe"')
+        .replace("# [stores.options]", "[stores.options]\npassword = 'x'")
+        .replace('# patterns = [', "patterns = ['(unclosed', ")
+    )
+    (tmp_path / "bad.toml").write_text(bad)
+    code, output = run("config", "validate", str(tmp_path / "bad.toml"))
+    assert code == 2
+    for expected in (
+        "job.fail_on: Input should be",
+        "job.batchsize: unknown setting",
+        "stores[0].options: option 'password' looks like a credential",
+        "stores[0].url: the url holds credentials",
+        "attacks: unknown fast attack(s) ['nosuch']",
+        "allow.patterns: pattern '(unclosed' is not a regular expression",
+    ):
+        assert expected in output, output
+    assert "hunter2" not in output and "Traceback" not in output
+    (tmp_path / "syntax.toml").write_text("[job\n")
+    code, output = run("config", "validate", str(tmp_path / "syntax.toml"))
+    assert code == 2 and "not valid TOML" in output and "line 1" in output
+
+
+def test_credentials_come_from_the_named_environment_variable_only(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "job.toml").write_text(
+        '[[stores]]\nconnector = "qdrant"\nurl = "http://127.0.0.1:1"\ncollections = ["c"]\n'
+        '[stores.credentials]\napi_key = "TEST_VDBGUARD_KEY"\n'
+    )
+    store = load_job(tmp_path / "job.toml").stores[0]
+    monkeypatch.delenv("TEST_VDBGUARD_KEY", raising=False)
+    with pytest.raises(VdbguardError, match=r"TEST_VDBGUARD_KEY .* is not set"):
+        store.connector_settings("c", tmp_path)
+    monkeypatch.setenv("TEST_VDBGUARD_KEY", "s3cret-value")
+    assert store.connector_settings("c", tmp_path)["api_key"] == "s3cret-value"
+    code, output = run("config", "validate", str(tmp_path / "job.toml"), env={"TEST_VDBGUARD_KEY": ""})
+    assert code == 0 and "not set in this environment" in output and "TEST_VDBGUARD_KEY" in output
+
+
+def _job(tmp_path: Path, store: Path, collection: str, extra: str = "") -> Path:
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f"""
+[job]
+name = "test"
+state = "state.sqlite"
+profile = "small"
+owner_calibration = "off"
+fail_on = "critical"
+
+[[stores]]
+name = "notes"
+connector = "chroma"
+path = "{store}"
+collections = ["{collection}"]
+
+[output]
+dir = "out"
+formats = ["json", "csv"]
+{extra}
+"""
+    )
+    return job
+
+
+def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(pii_store, small_attacks, tmp_path: Path) -> None:
+    path, collection, _ = pii_store
+    code, output = run("scan", "--config", str(_job(tmp_path, path, collection)))
+    assert code in (0, 1), output
+    report_file = tmp_path / "out" / "notes" / collection / "report.json"
+    first = Report.model_validate_json(report_file.read_text())
+    assert (report_file.parent / "report.csv").exists()
+    assert first.coverage.records_attacked == first.summary.records_scanned == 120
+    assert code == int(any(f.severity.value == "critical" for f in first.findings))
+
+    accepted, expired = first.findings[0], first.findings[1]
+    suppressions = f"""
+[[suppressions]]
+record_id = "{accepted.record_id}"
+reason = "test account"
+owner = "privacy@example.com"
+expires = 2999-01-01
+
+[[suppressions]]
+record_id = "{expired.record_id}"
+reason = "was accepted"
+owner = "privacy@example.com"
+expires = 2000-01-01
+"""
+    code, output = run("scan", "--config", str(_job(tmp_path, path, collection, suppressions)))
+    second = Report.model_validate_json(report_file.read_text())
+    ids = {f.record_id for f in second.findings}
+    assert accepted.record_id not in ids and expired.record_id in ids
+    assert second.coverage.findings_suppressed == 1 and second.summary.records_flagged == len(first.findings) - 1
+    assert "expired on 2000-01-01" in " ".join(output.split())
+    assert second.coverage.records_attacked == 0, "suppressions change the report, not the verdicts"
+    assert len(second.history) == 2
+
+    code, output = run("scan", "--config", str(tmp_path / "job.toml"), "--collection", collection)
+    assert code == 2 and "--config names its own stores" in output

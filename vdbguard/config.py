@@ -1,0 +1,345 @@
+"""The scan job file (``vdbguard.toml``): what a scheduled job scans, how hard, and what it reports.
+
+Validated by pydantic so that a typo fails before a nightly run starts, with the field's location.
+Credentials never live in the file: a store names the environment variables that hold them.
+``docs/job-schema.json`` is generated from these models (``python -m vdbguard.config``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tomllib
+from datetime import date
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from vdbguard.errors import VdbguardError
+from vdbguard.pii import PiiType
+from vdbguard.reports.schema import Severity
+
+_SECRET_SETTING = re.compile(r"(?i)(password|passwd|secret|token|api_?key|credential)")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobSettings(_Strict):
+    """How every collection of the job is scanned."""
+
+    name: str = Field(default="vdbguard", description="Job name: in reports, metrics and the state file.")
+    state: Path | None = Field(
+        default=None,
+        description="SQLite state file (relative to this file). Re-runs attack only new or changed records, "
+        "carry the rest over and resolve findings of deleted records; a killed run resumes. Default: none.",
+    )
+    embedder: str | None = Field(
+        default=None, description="Model that made the vectors, 'auto' or 'store' (see `vdbguard scan --help`)."
+    )
+    profile: Literal["default", "small"] = "default"
+    verdict: Literal["fused", "any"] = "fused"
+    target_fpr: float = Field(
+        default=0.02, ge=0.0, le=1.0, description="Share of PII-free records that may be flagged."
+    )
+    owner_calibration: Literal["auto", "on", "off"] = "auto"
+    calibration_sample: int = Field(default=3000, ge=50)
+    batch_size: int = Field(default=256, ge=1, le=10_000)
+    fail_on: Literal["low", "medium", "high", "critical", "never"] = Field(
+        default="high", description="Exit 1 when any finding is at least this severe."
+    )
+
+
+class StoreSettings(_Strict):
+    """One vector store and the collections of it to scan."""
+
+    name: str | None = Field(default=None, description="Label for reports (default: the connector name).")
+    connector: str = Field(description="Store type; see `vdbguard connectors list`.")
+    path: Path | None = Field(default=None, description="Directory of an embedded store (relative to this file).")
+    url: str | None = Field(default=None, description="URL of a store server (no credentials in it).")
+    collections: list[str] = Field(min_length=1)
+    credentials: dict[str, str] = Field(
+        default_factory=dict,
+        description="Connector setting -> NAME of the environment variable holding it, e.g. api_key = "
+        '"QDRANT_API_KEY". The value itself never goes in this file.',
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="Other connector settings.")
+
+    @model_validator(mode="after")
+    def _one_location(self) -> StoreSettings:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of path (embedded store) or url (server)")
+        return self
+
+    @field_validator("url")
+    @classmethod
+    def _no_userinfo(cls, url: str | None) -> str | None:
+        if url and re.search(r"//[^/@]*@", url):
+            raise ValueError("the url holds credentials: name their environment variable under credentials instead")
+        return url
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, options: dict[str, Any]) -> dict[str, Any]:
+        for key in options:
+            if _SECRET_SETTING.search(key):
+                raise ValueError(
+                    f"option {key!r} looks like a credential: put it in an environment variable and "
+                    f'name that under [stores.credentials] ({key} = "MY_ENV_VAR")'
+                )
+        return options
+
+    @property
+    def label(self) -> str:
+        return self.name or self.connector
+
+    def connector_settings(self, collection: str, base_dir: Path) -> dict[str, Any]:
+        """The connector's keyword arguments, credentials read from the environment now."""
+        settings: dict[str, Any] = {"collection": collection, **self.options}
+        settings.update({"path": base_dir / self.path} if self.path is not None else {"url": self.url})
+        for setting, variable in self.credentials.items():
+            value = os.environ.get(variable)
+            if not value:
+                raise VdbguardError(
+                    f"store {self.label!r}: environment variable {variable} (for {setting}) is not set",
+                    f"export {variable}=... before the scan, e.g. from your secret store",
+                )
+            settings[setting] = value
+        return settings
+
+
+class AttackSettings(_Strict):
+    """The fast tier runs on every record (or a sample); the deep tier on what it flags plus a sample."""
+
+    fast: list[str] = Field(
+        default_factory=lambda: ["pii-probe", "bag-of-words"], description="See `vdbguard attacks list`."
+    )
+    sample: float = Field(default=1.0, gt=0.0, le=1.0, description="Share of records the fast tier attacks.")
+    deep: list[str] = Field(default_factory=list, description="Slower attacks, e.g. slot-search or gradient.")
+    deep_sample: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of records not flagged by the fast tier that also get the deep tier.",
+    )
+    deep_max_records: int | None = Field(default=None, ge=1, description="Deep-tier records per run, at most.")
+    deep_max_seconds: float | None = Field(default=None, gt=0, description="Deep-tier time per run, at most.")
+
+    @model_validator(mode="after")
+    def _known_attacks(self) -> AttackSettings:
+        from vdbguard import plugins
+
+        known = set(plugins.names("attacks"))
+        for tier, names in (("fast", self.fast), ("deep", self.deep)):
+            unknown = [name for name in names if name not in known]
+            if unknown:
+                raise ValueError(f"unknown {tier} attack(s) {unknown}; one of {sorted(known)}")
+        if not self.fast:
+            raise ValueError("the fast tier needs at least one attack")
+        return self
+
+
+class AllowList(_Strict):
+    """Values that are not a leak: public names, test accounts. A finding left with no evidence is dropped."""
+
+    values: list[str] = Field(default_factory=list, description="Recovered values to ignore (case-insensitive).")
+    patterns: list[str] = Field(default_factory=list, description="Regular expressions for recovered values.")
+    records: list[str] = Field(default_factory=list, description="Record-id globs never reported (test data).")
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {pattern!r} is not a regular expression: {exc}") from exc
+        return patterns
+
+    @cached_property
+    def _compiled(self) -> list[re.Pattern[str]]:
+        return [re.compile(p, re.IGNORECASE) for p in self.patterns]
+
+    def allows_value(self, value: str) -> bool:
+        lowered = value.strip().lower()
+        return any(lowered == v.strip().lower() for v in self.values) or any(p.search(value) for p in self._compiled)
+
+    def allows_record(self, record_id: str) -> bool:
+        return any(fnmatch.fnmatchcase(record_id, glob) for glob in self.records)
+
+
+class Suppression(_Strict):
+    """An accepted finding: who accepted it, why, and until when."""
+
+    record_id: str = Field(description="Record id (a glob: * and ? match).")
+    collection: str | None = Field(default=None, description="Only in this collection (default: any).")
+    pii_type: PiiType | None = Field(default=None, description="Only this type (default: every type).")
+    reason: str = Field(min_length=1)
+    owner: str = Field(min_length=1, description="Who accepted the risk.")
+    expires: date = Field(description="After this day the finding is reported again.")
+
+    _upper_type = field_validator("pii_type", mode="before")(lambda v: v.upper() if isinstance(v, str) else v)
+
+    def matches(self, collection: str, record_id: str, pii_type: str) -> bool:
+        return (
+            fnmatch.fnmatchcase(record_id, self.record_id)
+            and self.collection in (None, collection)
+            and (self.pii_type is None or self.pii_type.value == pii_type)
+        )
+
+
+class SeverityPolicy(_Strict):
+    by_type: dict[PiiType, Severity] = Field(
+        default_factory=dict, description='Base severity per PII type, e.g. person = "high" for HR data.'
+    )
+
+    @field_validator("by_type", mode="before")
+    @classmethod
+    def _upper_types(cls, by_type: Any) -> Any:
+        return {str(k).upper(): v for k, v in by_type.items()} if isinstance(by_type, dict) else by_type
+
+
+class OutputSettings(_Strict):
+    dir: Path = Field(default=Path("vdbguard-reports"), description="One folder per store and collection inside.")
+    formats: list[str] = Field(default_factory=lambda: ["json", "md"], description="json, md, html, sarif, csv.")
+    show_pii: bool = Field(default=False, description="Unmasked recovered values (every format warns).")
+    metrics_file: Path | None = Field(default=None, description="Prometheus textfile, e.g. for node exporter.")
+    webhook_env: str | None = Field(
+        default=None, description="Environment variable holding a URL to POST the counts to (it may hold credentials)."
+    )
+
+    @field_validator("formats")
+    @classmethod
+    def _known_formats(cls, formats: list[str]) -> list[str]:
+        from vdbguard import plugins
+
+        known = plugins.names("reports")
+        unknown = [f for f in formats if f not in known]
+        if unknown:
+            raise ValueError(f"unknown format(s) {unknown}; one of {known}")
+        return formats
+
+
+class JobConfig(_Strict):
+    """A scan job: ``vdbguard scan --config vdbguard.toml``."""
+
+    job: JobSettings = Field(default_factory=JobSettings)
+    stores: list[StoreSettings] = Field(min_length=1)
+    attacks: AttackSettings = Field(default_factory=AttackSettings)
+    allow: AllowList = Field(default_factory=AllowList)
+    suppressions: list[Suppression] = Field(default_factory=list)
+    severity: SeverityPolicy = Field(default_factory=SeverityPolicy)
+    output: OutputSettings = Field(default_factory=OutputSettings)
+    base_dir: Path = Field(default=Path("."), exclude=True, description="Folder relative paths start from.")
+
+    def resolve(self, path: Path | None) -> Path | None:
+        return None if path is None else self.base_dir / path
+
+    def active_suppressions(self, today: date) -> list[Suppression]:
+        return [s for s in self.suppressions if s.expires >= today]
+
+    def expired_suppressions(self, today: date) -> list[Suppression]:
+        return [s for s in self.suppressions if s.expires < today]
+
+
+def load_job(path: Path) -> JobConfig:
+    """Read and validate a job file; every problem is reported with its location in the file."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VdbguardError(f"cannot read {path}: {exc.strerror}", "check the --config path") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise VdbguardError(f"{path} is not valid TOML: {exc}", "fix the syntax at that line") from exc
+    try:
+        config = JobConfig.model_validate(data)
+    except ValidationError as exc:
+        raise VdbguardError(
+            f"{path} has {exc.error_count()} problem(s):\n" + describe_errors(exc),
+            "`vdbguard config init` writes a commented example",
+        ) from exc
+    return config.model_copy(update={"base_dir": path.resolve().parent})
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """One line per problem: where in the file (``stores[1].url``) and what is wrong."""
+    lines = []
+    for error in exc.errors():
+        location = ""
+        for part in error["loc"]:
+            location += f"[{part}]" if isinstance(part, int) else f".{part}" if location else str(part)
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown setting (misspelt? see `vdbguard config init`)"
+        lines.append(f"  {location or '(top level)'}: {message}")
+    return "\n".join(lines)
+
+
+def job_schema() -> dict[str, Any]:
+    return JobConfig.model_json_schema()
+
+
+STARTER = """\
+# vdbguard scan job: `vdbguard scan --config vdbguard.toml`; check it with `vdbguard config validate`.
+# JSON Schema of this file: docs/job-schema.json. Relative paths start from this file's folder.
+
+[job]
+name = "nightly"
+state = "vdbguard-state.sqlite"  # re-runs attack only new or changed records; a killed run resumes
+# embedder = "auto"              # the model that made the vectors; "auto" identifies it, "store" learns it
+# profile = "default"            # "small" trains smaller attack models (faster, weaker)
+# verdict = "fused"              # "any": flag on any attack's own threshold (more recall, more noise)
+# target_fpr = 0.02              # share of PII-free records the verdict may flag
+# owner_calibration = "auto"     # fit on the store's own records that keep their text
+fail_on = "high"                 # exit 1 when a finding is at least this severe ("never" to always exit 0)
+
+[[stores]]
+connector = "chroma"             # see `vdbguard connectors list`
+path = "chroma-data"             # an embedded store; a server takes url = "http://host:port"
+collections = ["tickets"]
+# [stores.credentials]           # connector setting = NAME of the environment variable that holds it
+# api_key = "QDRANT_API_KEY"
+# [stores.options]               # other connector settings
+# timeout = 30
+
+[attacks]
+fast = ["pii-probe", "bag-of-words"]  # on every record
+# sample = 1.0                   # or a share of records, for very large collections
+# deep = ["slot-search"]         # slower attacks on what the fast tier flags ...
+# deep_sample = 0.01             # ... plus this share of the other records
+# deep_max_records = 1000        # per run
+# deep_max_seconds = 600         # per run
+
+[allow]
+# values = ["Ada Lovelace"]      # public names, test accounts: not a leak
+# patterns = ['@example\\.com$']
+# records = ["test-*"]           # record ids never reported
+
+# [[suppressions]]               # an accepted finding
+# record_id = "ticket-0042"
+# pii_type = "person"
+# reason = "public figure, consented"
+# owner = "privacy@example.com"
+# expires = 2027-06-30
+
+# [severity.by_type]             # base severity per PII type
+# person = "high"
+
+[output]
+dir = "vdbguard-reports"
+formats = ["json", "md", "html", "sarif", "csv"]
+# show_pii = false               # never in shared places
+# metrics_file = "/var/lib/node_exporter/textfile/vdbguard.prom"
+# webhook_env = "VDBGUARD_WEBHOOK_URL"
+"""
+
+
+if __name__ == "__main__":
+    import json
+
+    target = Path(__file__).resolve().parents[1] / "docs" / "job-schema.json"
+    target.write_text(json.dumps(job_schema(), indent=2) + "\n")
+    print(f"wrote {target}")

@@ -1,0 +1,162 @@
+"""Run a scan job (``vdbguard scan --config vdbguard.toml``): every store and collection it names, one state.
+
+Each collection gets its own report folder, ``<output.dir>/<store>/<collection>/``. Allow lists and the
+severity policy decide findings during the scan (so they are part of the state's verdict key);
+suppressions hide accepted findings from the reports until they expire.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from vdbguard.config import AllowList, JobConfig, StoreSettings, Suppression
+from vdbguard.credentials import scrub
+from vdbguard.errors import VdbguardError
+from vdbguard.pii import PiiType
+from vdbguard.progress import ProgressSink
+from vdbguard.reports import write_reports
+from vdbguard.reports.schema import Report, Severity
+from vdbguard.scan.state import ScanStore
+
+
+@dataclass(frozen=True)
+class ConfigPolicy:
+    """The job's allow list and severity policy, as the scanner asks for them."""
+
+    allow: AllowList
+    severity_by_type: Mapping[PiiType, Severity]
+
+    def allows_value(self, value: str) -> bool:
+        return self.allow.allows_value(value)
+
+    def allows_record(self, record_id: str) -> bool:
+        return self.allow.allows_record(record_id)
+
+    def settings(self) -> Any:
+        return {
+            "allow": self.allow.model_dump(),
+            "severity": {t.value: s.value for t, s in sorted(self.severity_by_type.items())},
+        }
+
+
+@dataclass(frozen=True)
+class CollectionResult:
+    store: str
+    collection: str
+    report: Report
+    out: Path
+    duration_s: float
+
+
+def apply_suppressions(report: Report, suppressions: list[Suppression]) -> Report:
+    """The report without the PII types accepted for each record; a finding left with none is dropped."""
+    if not suppressions:
+        return report
+    kept, hidden = [], 0
+    for finding in report.findings:
+        open_types = [
+            t
+            for t in finding.pii_types
+            if not any(s.matches(finding.collection, finding.record_id, t) for s in suppressions)
+        ]
+        if len(open_types) == len(finding.pii_types):
+            kept.append(finding)
+            continue
+        hidden += 1
+        if open_types:
+            kept.append(
+                finding.model_copy(
+                    update={
+                        "pii_types": open_types,
+                        "evidence": [e for e in finding.evidence if e.pii_type in open_types],
+                    }
+                )
+            )
+    summary = report.summary.model_copy(
+        update={
+            "records_flagged": len(kept),
+            "by_severity": dict(Counter(f.severity.value for f in kept)),
+            "by_pii_type": dict(Counter(t for f in kept for t in f.pii_types)),
+        }
+    )
+    coverage = report.coverage and report.coverage.model_copy(update={"findings_suppressed": hidden})
+    return report.model_copy(update={"findings": kept, "summary": summary, "coverage": coverage})
+
+
+def run_job(
+    config: JobConfig, progress: ProgressSink | None = None, today: date | None = None
+) -> Iterator[CollectionResult]:
+    """Scan every collection of the job in turn, yielding each one's report once it is written.
+
+    Suppressions that expired before ``today`` no longer apply (``config.expired_suppressions`` lists them).
+    """
+    from vdbguard.connectors import load_connector
+    from vdbguard.embedders import DEFAULT_EMBEDDER
+    from vdbguard.scan.owner import CalibrationOptions
+    from vdbguard.scan.run import resolve_embedder, scan_collection
+
+    today = today or date.today()
+    suppressions = config.active_suppressions(today)
+    policy = ConfigPolicy(config.allow, config.severity.by_type)
+    job, attacks = config.job, config.attacks
+    for store in config.stores:
+        connector_cls = load_connector(store.connector)
+        for collection in store.collections:
+            started = time.monotonic()
+            settings = store.connector_settings(collection, config.base_dir)
+            try:
+                connector = connector_cls(**settings)
+            except TypeError as exc:
+                raise VdbguardError(
+                    f"store {store.label!r}: the {store.connector} connector rejected its settings: "
+                    f"{scrub(str(exc), _secrets(store))}",
+                    "check [stores.options] against the connector's settings",
+                ) from exc
+            with connector:
+                model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
+                report = scan_collection(
+                    connector,
+                    connector_name=store.connector,
+                    location=str(config.resolve(store.path) or store.url),
+                    embedder=model,
+                    attack_names=attacks.fast,
+                    profile=job.profile,
+                    batch_size=job.batch_size,
+                    state_path=config.resolve(job.state),
+                    mask_pii=not config.output.show_pii,
+                    calibration=CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr),
+                    fused=job.verdict == "fused",
+                    progress=progress,
+                    sample=attacks.sample,
+                    deep_attack_names=attacks.deep,
+                    deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
+                    policy=policy,
+                )
+            report = apply_suppressions(report, suppressions)
+            if job.state is not None and suppressions:
+                with ScanStore(config.resolve(job.state)) as state:
+                    state.save_report(report)
+            out = _output_dir(config, store, collection)
+            write_reports(report, out, config.output.formats)
+            yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
+
+
+def _output_dir(config: JobConfig, store: StoreSettings, collection: str) -> Path:
+    base = config.resolve(config.output.dir)
+    assert base is not None
+    return base / _safe(store.label) / _safe(collection)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "_"
+
+
+def _secrets(store: StoreSettings) -> list[str | None]:
+    return [os.environ.get(variable) for variable in store.credentials.values()]
