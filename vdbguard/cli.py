@@ -182,6 +182,7 @@ def main(ctx: click.Context, verbose: bool, log_format: str) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     for noisy in ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
+    logging.getLogger("vdbguard.scan.plan").setLevel(logging.INFO)  # the estimate and coverage, always shown
 
 
 def _progress() -> RichProgress | PlainProgress:

@@ -217,10 +217,10 @@ class OutputSettings(_Strict):
     def _known_formats(cls, formats: list[str]) -> list[str]:
         from vdbguard import plugins
 
-        known = plugins.names("reports")
+        known = plugins.loaded("reports")  # loaded, not only registered: a broken writer fails here, not after a scan
         unknown = [f for f in formats if f not in known]
         if unknown:
-            raise ValueError(f"unknown format(s) {unknown}; one of {known}")
+            raise ValueError(f"unknown or broken format(s) {unknown}; installed: {sorted(known)}")
         return formats
 
 

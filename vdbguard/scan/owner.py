@@ -227,6 +227,10 @@ def _rate(flags: np.ndarray) -> float | None:
     return round(float(flags.mean()), 4) if len(flags) else None
 
 
+def has_saved_calibration(directory: Path) -> bool:
+    return (directory / _CALIBRATION_FILE).is_file()
+
+
 def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerprint: str) -> None:
     """Keep the store-fitted probe, alignment and verdict for other collections made with the same embedder."""
     for attack in calibrated.attacks:

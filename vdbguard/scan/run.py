@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from vdbguard.attacks import DEFAULT_ATTACKS
+from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
 from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks, training_digest
 from vdbguard.connectors.base import Connector
 from vdbguard.credentials import redact_location
@@ -20,11 +22,11 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
-from vdbguard.scan.engine import DeepTier, FindingPolicy, Scanner
+from vdbguard.scan.engine import DeepTier, FindingPolicy, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
-from vdbguard.scan.owner import AUTO, CalibrationOptions, owner_calibration
+from vdbguard.scan.owner import AUTO, CalibrationOptions, has_saved_calibration, owner_calibration
 from vdbguard.scan.quality import expected_quality
-from vdbguard.scan.state import ScanStore, target_key
+from vdbguard.scan.state import ScanStore, target_key, verdict_key
 
 AUTO_EMBEDDER = "auto"
 STORE_EMBEDDER = "store"
@@ -90,27 +92,170 @@ def scan_collection(
     (``scan.fused``); ``fused=False`` flags whatever any attack scores over its own threshold.
     """
     info = connector.describe()
+    if embedder is None and calibration.mode == "off" and calibration.load_from is None:
+        raise VdbguardError(
+            "--embedder store learns the store's space from its own records: it needs owner-side calibration",
+            "drop --owner-calibration off",
+        )
+    safe_location = redact_location(location)
+    target = target_key(connector_name, safe_location, info.name)
+    calibration, persisted = _calibration_in_state(
+        calibration if embedder else replace(calibration, mode="on"), state_path, target
+    )
+    settings = PROFILES[profile] if isinstance(profile, str) else profile
+    key = verdict_key(
+        {
+            "vdbguard": version("vdbguard"),
+            "embedder": STORE_EMBEDDER if embedder is None else [embedder.name, embedder.files_digest],
+            "dimension": info.dimension,
+            "attacks": [
+                (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in attack_names
+            ],
+            "profile": asdict(settings),
+            "detector": detector,
+            "calibration": [calibration.mode, calibration.sample, calibration.target_fpr]
+            + ([] if persisted else [str(calibration.load_from)]),
+            "fused": fused,
+            "masked": mask_pii,
+            "policy": None if policy is None else policy.settings(),
+            "deep": [list(deep_attack_names), deep_budget[0]],
+        }
+    )
+    built: dict[str, Any] = {}
+
+    def build() -> Scanner:
+        """Load or train the attacks, calibrate, and make the scanner: only once a record needs attacking."""
+        built.update(
+            _build_scanner(
+                connector,
+                info.dimension,
+                embedder,
+                attack_names,
+                settings,
+                detector,
+                calibration,
+                fused,
+                mask_pii,
+                policy,
+                batch_size,
+                progress,
+            )
+        )
+        return built["scanner"]
+
+    deep = None
+    if deep_attack_names:
+
+        def build_deep() -> Scanner:
+            model = embedder or Embedder()
+            deep_attacks = trained_attacks(model, deep_attack_names, profile=settings, progress=progress)
+            dimension = info.dimension if embedder is None else embedder.dimension
+            return Scanner(deep_attacks, load_detector(detector), dimension, mask_pii=mask_pii, policy=policy)
+
+        deep = DeepTier(build_deep, *deep_budget, attack_names=list(deep_attack_names))
+    result = scan_incrementally(
+        connector,
+        build,
+        key,
+        batch_size=batch_size,
+        state_path=state_path,
+        target=target,
+        total=info.count,
+        progress=progress,
+        sample=sample,
+        deep=deep,
+    )
+    previous = None
+    if not built and state_path is not None:
+        with ScanStore(state_path) as store:
+            previous = store.latest_report(target)
+    if previous is not None and previous.coverage is not None:  # nothing attacked: same settings, same models
+        identity, attack_info = previous.embedder, previous.attacks
+        calibration_report, quality = previous.calibration, previous.expected_quality
+    else:
+        if not built:
+            build()
+        identity, calibration_report = built["identity"], built["calibration"]
+        deep_attacks = deep.deep_scanner().attacks if deep is not None else []
+        attack_info = [
+            AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
+            for a in (*built["scanner"].attacks, *deep_attacks)
+        ]
+        quality = expected_quality(
+            ("default" if fused else "any") if calibration_report is None else "store" if embedder is None else "owner"
+        )
+    report = Report(
+        tool_version=version("vdbguard"),
+        created_at=datetime.now(UTC),
+        target=Target(
+            connector=connector_name,
+            collection=info.name,
+            location=safe_location,
+            dimension=info.dimension,
+            count=info.count,
+            metric=info.metric,
+        ),
+        embedder=identity,
+        attacks=attack_info,
+        masked=mask_pii,
+        summary=result.summary,
+        findings=result.findings,
+        record_problems=result.problems,
+        coverage=result.coverage,
+        history=result.history,
+        calibration=calibration_report,
+        expected_quality=quality,
+    )
+    if state_path is not None:
+        with ScanStore(state_path) as store:
+            store.save_report(report)
+    return report
+
+
+def _calibration_in_state(
+    calibration: CalibrationOptions, state_path: Path | None, target: str
+) -> tuple[CalibrationOptions, bool]:
+    """With a state file, an owner-side calibration is kept beside it and reused, so verdicts stay comparable
+    across runs and carried-over records were judged by the same fit as new ones."""
+    if state_path is None or calibration.mode == "off" or calibration.load_from or calibration.save_to:
+        return calibration, False
+    folder = state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(target.encode()).hexdigest()[:12]
+    if has_saved_calibration(folder):
+        return replace(calibration, load_from=folder), True
+    return replace(calibration, save_to=folder), True
+
+
+def _build_scanner(
+    connector: Connector,
+    store_dimension: int | None,
+    embedder: Embedder | None,
+    attack_names: Sequence[str],
+    settings: TrainingProfile,
+    detector: str,
+    calibration: CalibrationOptions,
+    fused: bool,
+    mask_pii: bool,
+    policy: FindingPolicy | None,
+    batch_size: int,
+    progress: ProgressSink | None,
+) -> dict[str, Any]:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
-        if calibration.mode == "off" and calibration.load_from is None:
-            raise VdbguardError(
-                "--embedder store learns the store's space from its own records: it needs owner-side calibration",
-                "drop --owner-calibration off",
-            )
-        calibration = replace(calibration, mode="on")
-        dimension = info.dimension
+        dimension = store_dimension
         identity = EmbedderInfo(name=STORE_EMBEDDER, fingerprint=f"{STORE_EMBEDDER}-{dimension}", dimension=dimension)
-    elif info.dimension is not None and info.dimension != embedder.dimension:
+    elif store_dimension is not None and store_dimension != embedder.dimension:
         raise VdbguardError(
-            f"collection {info.name!r} stores {info.dimension}-d vectors but embedder {embedder.name!r} "
+            f"the collection stores {store_dimension}-d vectors but embedder {embedder.name!r} "
             f"produces {embedder.dimension}-d ones",
             "pass --embedder with the model that produced this collection, or --embedder store",
         )
     else:
         dimension = embedder.dimension
         identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
-    attacks = trained_attacks(model, attack_names, profile=profile, progress=progress)
+    attacks = trained_attacks(model, attack_names, profile=settings, progress=progress)
     pii_detector = load_detector(detector)
+    if calibration.save_to is not None:
+        calibration.save_to.mkdir(parents=True, exist_ok=True)
     calibrated = owner_calibration(
         connector,
         attacks,
@@ -126,7 +271,6 @@ def scan_collection(
     if calibrated is not None:
         attacks, verdict = calibrated.attacks, calibrated.verdict
     elif fused:
-        settings = PROFILES[profile] if isinstance(profile, str) else profile
         verdict = packaged_verdict(
             attacks,
             pii_detector,
@@ -137,52 +281,4 @@ def scan_collection(
             progress=progress,
         )
     scanner = Scanner(attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict, policy=policy)
-    deep = None
-    if deep_attack_names:
-        deep_attacks = trained_attacks(model, deep_attack_names, profile=profile, progress=progress)
-        deep_scanner = Scanner(deep_attacks, pii_detector, dimension, mask_pii=mask_pii, policy=policy)
-        deep = DeepTier(deep_scanner, *deep_budget)
-    safe_location = redact_location(location)
-    target = target_key(connector_name, safe_location, info.name)
-    result = scanner.scan(
-        connector,
-        batch_size=batch_size,
-        state_path=state_path,
-        target=target,
-        total=info.count,
-        progress=progress,
-        sample=sample,
-        deep=deep,
-        settings={"embedder": identity.fingerprint, "aligned": embedder is None},
-    )
-    report = Report(
-        tool_version=version("vdbguard"),
-        created_at=datetime.now(UTC),
-        target=Target(
-            connector=connector_name,
-            collection=info.name,
-            location=safe_location,
-            dimension=info.dimension,
-            count=info.count,
-            metric=info.metric,
-        ),
-        embedder=identity,
-        attacks=[
-            AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
-            for a in (*attacks, *(deep.scanner.attacks if deep else ()))
-        ],
-        masked=mask_pii,
-        summary=result.summary,
-        findings=result.findings,
-        record_problems=result.problems,
-        coverage=result.coverage,
-        history=result.history,
-        calibration=None if calibrated is None else calibrated.report,
-        expected_quality=expected_quality(
-            ("default" if fused else "any") if calibrated is None else "store" if embedder is None else "owner"
-        ),
-    )
-    if state_path is not None:
-        with ScanStore(state_path) as store:
-            store.save_report(report)
-    return report
+    return {"scanner": scanner, "identity": identity, "calibration": None if calibrated is None else calibrated.report}

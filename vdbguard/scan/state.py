@@ -183,6 +183,12 @@ class ScanStore:
             (report.model_dump_json(), target),
         )
 
+    def latest_report(self, target: str) -> Report | None:
+        row = self.db.execute(
+            "SELECT report FROM runs WHERE target = ? AND report IS NOT NULL ORDER BY id DESC LIMIT 1", (target,)
+        ).fetchone()
+        return None if row is None else Report.model_validate_json(row[0])
+
     def latest_reports(self) -> list[Report]:
         """The last finished run's report of every target in this state file."""
         rows = self.db.execute(
@@ -278,7 +284,7 @@ class Run:
             )
         self.cursor = cursor
 
-    def finish(self) -> None:
+    def finish(self, summary: Summary) -> None:
         """Close the run: records it did not see were deleted from the store, so their findings resolve."""
         with self.store._transaction() as db:
             resolved = db.execute(
@@ -286,7 +292,6 @@ class Run:
                 (self.target, self.id),
             ).fetchone()[0]
             db.execute("DELETE FROM records WHERE target = ? AND run_id != ?", (self.target, self.id))
-            summary = self.summary()
             db.execute(
                 "UPDATE runs SET finished_at = ?, findings_resolved = ?, records_attacked = ?, summary = ? "
                 "WHERE id = ?",
@@ -316,15 +321,16 @@ class Run:
             ).fetchone()[0]
         )
 
-    def summary(self) -> Summary:
+    def summary(self, findings: list[Finding]) -> Summary:
+        """This run's counts; ``findings`` are ``self.findings()``, read once by the caller."""
         severities: Counter[str] = Counter()
         types: Counter[str] = Counter()
-        for finding in self.findings():
+        for finding in findings:
             severities[finding.severity.value] += 1
             types.update(finding.pii_types)
         return Summary(
             records_scanned=self.count(),
-            records_flagged=self.count("finding IS NOT NULL"),
+            records_flagged=len(findings),
             records_skipped=self.count("problem IS NOT NULL"),
             by_severity=dict(severities),
             by_pii_type=dict(types),
@@ -332,6 +338,19 @@ class Run:
             source_pii_records=self.count("has_pii"),
             source_pii_flagged=self.count("has_pii AND finding IS NOT NULL"),
         )
+
+    def previous_rate(self) -> tuple[int, float | None]:
+        """Records this target holds from earlier runs, and the last finished run's attack rate (records/s)."""
+        known = self.db.execute("SELECT COUNT(*) FROM records WHERE target = ?", (self.target,)).fetchone()[0]
+        row = self.db.execute(
+            "SELECT started_at, finished_at, records_attacked FROM runs WHERE target = ? AND finished_at IS NOT NULL "
+            "AND records_attacked > 0 ORDER BY id DESC LIMIT 1",
+            (self.target,),
+        ).fetchone()
+        if row is None:
+            return int(known), None
+        seconds = (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
+        return int(known), row[2] / seconds if seconds > 0 else None
 
     def attacked(self) -> int:
         return self.count(f"attacked_run = {self.id:d}")

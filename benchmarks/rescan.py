@@ -1,0 +1,114 @@
+"""Incremental re-scans (issue #13): first scan vs re-scan of the same collection, unchanged and 1% changed.
+
+    python benchmarks/rescan.py --records 100000 [--sample-percent 100] [--profile small]
+
+Fills an embedded LanceDB table with ``--records`` vectors: MiniLM embeddings of 5,000 real
+sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
+like a real sentence's; the payload is an id and no text. Then runs ``vdbguard scan --state`` three
+times as a subprocess, each timed with its own peak memory (``wait4``): the first scan, a re-scan of the
+unchanged table, and a re-scan after 1% of the records got new vectors. Prints one Markdown table.
+Needs GNU time (Debian package `time`) for the peak memory.
+``--sample-percent`` makes the first scan attack a sample, for a 1M-record run that fits in a session
+(the re-scans then carry the sampled verdicts over and read the rest).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from common import bench_parser
+
+from vdbguard.embedders import Embedder
+from vdbguard.records import VectorRecord
+
+REAL_TEXT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"
+CHUNK = 50_000
+
+
+def base_vectors(n: int, workdir: Path) -> np.ndarray:
+    corpus = workdir / "real.txt"
+    subprocess.run([str(REAL_TEXT), str(corpus)], check=True, capture_output=True)
+    lines = [line for line in corpus.read_text().splitlines() if line.strip()][:n]
+    return Embedder().encode(lines)
+
+
+def noisy(base: np.ndarray, ids: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = base[ids % len(base)] + rng.normal(0, 0.01, (len(ids), base.shape[1])).astype(np.float32)
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def write(connector, base: np.ndarray, ids: np.ndarray, seed: int) -> None:
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        vectors = noisy(base, chunk, seed + start)
+        connector.upsert(
+            [
+                VectorRecord(id=f"doc-{i:07d}", vector=v, payload={"doc": int(i)})
+                for i, v in zip(chunk, vectors, strict=True)
+            ]
+        )
+
+
+def timed_scan(args: list[str]) -> tuple[float, float, str]:
+    """Wall seconds and peak RSS (MiB, from GNU time: a forked child's own ru_maxrss starts at the parent's)."""
+    command = ["/usr/bin/time", "-f", "maxrss_kb=%M", str(Path(sys.executable).with_name("vdbguard")), *args]
+    started = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    output = proc.stdout + proc.stderr
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"scan failed:\n{output}")
+    rss_kb = int(output.rsplit("maxrss_kb=", 1)[1].split()[0])
+    return seconds, rss_kb / 1024, output
+
+
+def main() -> None:
+    parser = bench_parser(__doc__, records=100_000, sample_percent=100)
+    parser.add_argument("--profile", default="small")
+    options = parser.parse_args()
+    from vdbguard.connectors.lancedb import LanceDBConnector
+
+    with tempfile.TemporaryDirectory(prefix="vdbguard-rescan-") as tmp:
+        workdir = Path(tmp)
+        store, state = workdir / "lance", workdir / "state.sqlite"
+        base = base_vectors(5000, workdir)
+        ids = np.arange(options.records)
+        fill_started = time.monotonic()
+        with LanceDBConnector(collection="bench", path=str(store)) as connector:
+            connector.ensure_collection(base.shape[1], "cosine")
+            write(connector, base, ids, seed=0)
+        fill_s = time.monotonic() - fill_started
+        scan = [
+            "scan", "--connector", "lancedb", "--path", str(store), "--collection", "bench",
+            "--profile", options.profile, "--state", str(state), "--batch-size", "1000",
+            "--sample", str(options.sample_percent / 100), "--format", "json", "--fail-on", "never",
+        ]  # fmt: skip
+        rows = []
+        first = timed_scan([*scan, "--out", str(workdir / "first")])
+        rows.append(("first scan", first))
+        rows.append(("re-scan, unchanged", timed_scan([*scan, "--out", str(workdir / "same")])))
+        changed = np.random.default_rng(1).choice(ids, size=max(options.records // 100, 1), replace=False)
+        with LanceDBConnector(collection="bench", path=str(store)) as connector:
+            write(connector, base, np.sort(changed), seed=10**9)
+        rows.append(("re-scan, 1% changed", timed_scan([*scan, "--out", str(workdir / "changed")])))
+        state_mib = sum(p.stat().st_size for p in workdir.glob("state.sqlite*")) / 2**20
+
+    print(f"\n{options.records:,} records (fill {fill_s:.0f} s), profile {options.profile}, "
+          f"first-scan sample {options.sample_percent}%, state file {state_mib:.1f} MiB\n")  # fmt: skip
+    print("| run | wall (s) | speed-up vs first | peak RSS (MiB) |")
+    print("|---|---|---|---|")
+    for name, (seconds, rss, _) in rows:
+        print(f"| {name} | {seconds:.1f} | {first[0] / seconds:.1f}× | {rss:.0f} |")
+    for name, (_, _, output) in rows:
+        coverage = [line for line in output.splitlines() if line.startswith("attacked ")]
+        print(f"- {name}: {coverage[-1] if coverage else '(no coverage line)'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""`vdbguard demo` writes every report format: SARIF valid against its schema, HTML clean in a real browser."""
+
+import csv
+import json
+from pathlib import Path
+
+import jsonschema
+from click.testing import CliRunner
+
+from tests.reports.test_html import _chromium, _screenshot
+from tests.reports.test_writers import SCHEMA
+from vdbguard.cli import main
+from vdbguard.reports.schema import Report
+
+
+def test_demo_writes_all_five_formats(tmp_path: Path, model_cache: Path) -> None:
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(main, ["demo", "--out", str(out), "--records", "40", "--profile", "small"])
+    assert result.exit_code == 0, result.output
+
+    report = Report.model_validate_json((out / "report.json").read_text())
+    assert report.summary.records_scanned == 40 and report.findings
+    assert "## Findings" in (out / "report.md").read_text()
+    with (out / "report.csv").open(newline="") as handle:
+        assert len(list(csv.DictReader(handle))) >= len(report.findings)
+    sarif = json.loads((out / "report.sarif").read_text())
+    jsonschema.validators.validator_for(SCHEMA)(SCHEMA).validate(sarif)
+    assert len(sarif["runs"][0]["results"]) >= len(report.findings)
+
+    png, console = _screenshot(_chromium(), out / "report.html", tmp_path, "demo")
+    assert console == [] and png.stat().st_size > 20_000
