@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from vdbguard.attacks import Attack
 from vdbguard.attacks.alignment import AlignedAttack, load_mapping, ridge_map
@@ -212,6 +211,8 @@ def _held_out_quality(
         hit = flags.get(pii_type, np.zeros(n, dtype=bool))
         auc = None
         if pii_type in fused and 0 < truth.sum() < n:
+            from sklearn.metrics import roc_auc_score
+
             auc = round(float(roc_auc_score(truth, fused[pii_type])), 4)
         per_type[pii_type] = TypeQuality(
             positives=int(truth.sum()), recall=_rate(hit[truth]), false_positive_rate=_rate(hit[~truth]), auc=auc

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import expit
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 from vdbguard.pii import PiiType
+
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
 
 ScoreKey = tuple[str, str]  # (attack name, PII type value)
 MIN_POSITIVES = 5
@@ -53,6 +55,8 @@ def _features(scores: Sequence[Mapping[ScoreKey, float]], attacks: Sequence[str]
 
 
 def _fit_type(features: np.ndarray, truth: np.ndarray, seed: int) -> tuple[LogisticRegression, np.ndarray, np.ndarray]:
+    from sklearn.linear_model import LogisticRegression  # fitting only: a re-scan that attacks nothing skips it
+
     mean = features.mean(axis=0)
     scale = np.where(features.std(axis=0) > 1e-9, features.std(axis=0), 1.0)
     model = LogisticRegression(C=1.0, max_iter=2000, random_state=seed).fit((features - mean) / scale, truth)
@@ -85,6 +89,8 @@ class StackedVerdict:
             attacks = sorted({attack for attack, t in pairs if t == pii_type})
             features = _features(scores, attacks, pii_type)
             held = np.zeros(len(scores))
+            from sklearn.model_selection import StratifiedKFold
+
             folds = StratifiedKFold(n_splits=min(FOLDS, int(truth.sum())), shuffle=True, random_state=seed)
             for train, test in folds.split(features, truth):
                 if truth[train].all() or not truth[train].any():
