@@ -130,6 +130,10 @@ expires = 2000-01-01
     assert "expired on 2000-01-01" in " ".join(output.split())
     assert second.coverage.records_attacked == 0, "suppressions change the report, not the verdicts"
     assert len(second.history) == 2
+    code, output = run("report", str(tmp_path / "state.sqlite"), "--format", "json", "--out", str(tmp_path / "again"))
+    assert code == 0, output
+    again = Report.model_validate_json((tmp_path / "again" / "report.json").read_text())
+    assert again.findings == second.findings and again.summary == second.summary, "suppressions kept"
 
     code, output = run("scan", "--config", str(tmp_path / "job.toml"), "--collection", collection)
     assert code == 2 and "--config names its own stores" in output

@@ -159,3 +159,25 @@ def test_store_embedder_refuses_to_run_without_calibration(local_embedder, model
     records, _ = store(local_embedder, n_text=20, n_bare=0)
     with pytest.raises(VdbguardError, match="needs owner-side calibration"):
         scan(records, None, mode="off")
+
+
+def test_a_job_state_keeps_the_owner_calibration_so_reruns_judge_alike(embedder, model_cache: Path, tmp_path) -> None:
+    records, _ = store(embedder)
+    state = tmp_path / "job.sqlite"
+    options = CalibrationOptions(mode="on", sample=WITH_TEXT, target_fpr=SMALL_STORE_FPR)
+
+    def run(rows: list[VectorRecord]):
+        return scan_collection(
+            ListConnector(rows), connector_name="list", location="memory", embedder=embedder, profile="small",
+            calibration=options, state_path=state,
+        )  # fmt: skip
+
+    first = run(records)
+    assert first.calibration is not None and first.calibration.loaded_from is None
+    last = records[-1]
+    changed = [*records[:-1], VectorRecord(id=last.id, vector=-last.vector, payload=last.payload, collection="notes")]
+    second = run(changed)
+    assert second.coverage.records_attacked == 1 and second.coverage.records_carried_over == len(records) - 1
+    assert second.calibration.loaded_from is not None and ".calibration" in second.calibration.loaded_from
+    kept = {f.record_id: f for f in first.findings if f.record_id != last.id}
+    assert {f.record_id: f for f in second.findings if f.record_id != last.id} == kept

@@ -23,7 +23,7 @@ from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
 from vdbguard.reports.schema import Report, Severity
-from vdbguard.scan.state import ScanStore
+from vdbguard.scan.state import ScanStore, restrict
 
 
 @dataclass(frozen=True)
@@ -55,30 +55,21 @@ class CollectionResult:
     duration_s: float
 
 
-def apply_suppressions(report: Report, suppressions: list[Suppression]) -> Report:
-    """The report without the PII types accepted for each record; a finding left with none is dropped."""
-    if not suppressions:
-        return report
-    kept, hidden = [], 0
+def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple[Report, dict[str, list[str]]]:
+    """The report without the PII types accepted for each record (a finding left with none is dropped), and
+    record id -> the types left open, for every finding a suppression touched."""
+    open_types: dict[str, list[str]] = {}
     for finding in report.findings:
-        open_types = [
+        still_open = [
             t
             for t in finding.pii_types
             if not any(s.matches(finding.collection, finding.record_id, t) for s in suppressions)
         ]
-        if len(open_types) == len(finding.pii_types):
-            kept.append(finding)
-            continue
-        hidden += 1
-        if open_types:
-            kept.append(
-                finding.model_copy(
-                    update={
-                        "pii_types": open_types,
-                        "evidence": [e for e in finding.evidence if e.pii_type in open_types],
-                    }
-                )
-            )
+        if len(still_open) != len(finding.pii_types):
+            open_types[finding.record_id] = still_open
+    if not open_types:
+        return report, open_types
+    kept = [f for finding in report.findings if (f := restrict(finding, open_types)) is not None]
     summary = report.summary.model_copy(
         update={
             "records_flagged": len(kept),
@@ -86,8 +77,8 @@ def apply_suppressions(report: Report, suppressions: list[Suppression]) -> Repor
             "by_pii_type": dict(Counter(t for f in kept for t in f.pii_types)),
         }
     )
-    coverage = report.coverage and report.coverage.model_copy(update={"findings_suppressed": hidden})
-    return report.model_copy(update={"findings": kept, "summary": summary, "coverage": coverage})
+    coverage = report.coverage and report.coverage.model_copy(update={"findings_suppressed": len(open_types)})
+    return report.model_copy(update={"findings": kept, "summary": summary, "coverage": coverage}), open_types
 
 
 def run_job(
@@ -139,10 +130,10 @@ def run_job(
                     deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
                     policy=policy,
                 )
-            report = apply_suppressions(report, suppressions)
-            if job.state is not None and suppressions:
+            report, open_types = apply_suppressions(report, suppressions)
+            if job.state is not None and open_types:
                 with ScanStore(config.resolve(job.state)) as state:
-                    state.save_report(report)
+                    state.save_report(report, open_types)
             out = _output_dir(config, store, collection)
             write_reports(report, out, config.output.formats)
             yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)

@@ -234,6 +234,7 @@ def has_saved_calibration(directory: Path) -> bool:
 
 def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerprint: str) -> None:
     """Keep the store-fitted probe, alignment and verdict for other collections made with the same embedder."""
+    directory.mkdir(parents=True, exist_ok=True)
     for attack in calibrated.attacks:
         if isinstance(attack, StoreProbe):
             attack.save(directory / "probe")

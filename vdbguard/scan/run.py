@@ -254,8 +254,6 @@ def _build_scanner(
         identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
     attacks = trained_attacks(model, attack_names, profile=settings, progress=progress)
     pii_detector = load_detector(detector)
-    if calibration.save_to is not None:
-        calibration.save_to.mkdir(parents=True, exist_ok=True)
     calibrated = owner_calibration(
         connector,
         attacks,

@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS runs (
     findings_resolved INTEGER NOT NULL DEFAULT 0,
     records_attacked INTEGER NOT NULL DEFAULT 0,
     summary TEXT,
-    report TEXT
+    report TEXT,
+    hidden TEXT
 );
 CREATE TABLE IF NOT EXISTS records (
     target TEXT NOT NULL,
@@ -84,6 +85,17 @@ def record_digest(record: VectorRecord) -> bytes:
     h.update(json.dumps(record.payload, sort_keys=True, default=str).encode())
     h.update((record.text or "").encode())
     return h.digest()
+
+
+def restrict(finding: Finding, open_types: dict[str, list[str]]) -> Finding | None:
+    """The finding with only the PII types a suppression left open (``open_types`` by record id)."""
+    if finding.record_id not in open_types:
+        return finding
+    types = open_types[finding.record_id]
+    if not types:
+        return None
+    evidence = [e for e in finding.evidence if e.pii_type in types]
+    return finding.model_copy(update={"pii_types": types, "evidence": evidence})
 
 
 def target_key(connector: str, location: str, collection: str) -> str:
@@ -174,28 +186,48 @@ class ScanStore:
             raise
         self.db.execute("COMMIT")
 
-    def save_report(self, report: Report) -> None:
-        """Keep the finished run's report, so `vdbguard report STATE` re-renders it without a re-scan."""
+    def save_report(self, report: Report, hidden: dict[str, list[str]] | None = None) -> None:
+        """Keep the finished run's report header (findings stay in the records table, never twice), so
+        `vdbguard report STATE` re-renders it without a re-scan. ``hidden``: record id -> the PII types
+        left open by suppressions (none: the finding is hidden)."""
         target = target_key(report.target.connector, report.target.location, report.target.collection)
+        header = report.model_copy(update={"findings": [], "record_problems": []})
         self.db.execute(
-            "UPDATE runs SET report = ? "
+            "UPDATE runs SET report = ?, hidden = ? "
             "WHERE id = (SELECT MAX(id) FROM runs WHERE target = ? AND finished_at IS NOT NULL)",
-            (report.model_dump_json(), target),
+            (header.model_dump_json(), json.dumps(hidden or {}), target),
         )
 
-    def latest_report(self, target: str) -> Report | None:
+    def latest_report(self, target: str, *, with_findings: bool = False) -> Report | None:
+        """The last finished run's report; its header only unless ``with_findings``."""
         row = self.db.execute(
-            "SELECT report FROM runs WHERE target = ? AND report IS NOT NULL ORDER BY id DESC LIMIT 1", (target,)
+            "SELECT id, report, hidden FROM runs WHERE target = ? AND report IS NOT NULL ORDER BY id DESC LIMIT 1",
+            (target,),
         ).fetchone()
-        return None if row is None else Report.model_validate_json(row[0])
+        if row is None:
+            return None
+        run_id, header, hidden = row
+        report = Report.model_validate_json(header)
+        if not with_findings:
+            return report
+        rows = self.db.execute(
+            "SELECT finding, problem FROM records WHERE target = ? AND attacked_run <= ? "
+            "AND (finding IS NOT NULL OR problem IS NOT NULL) ORDER BY record_id",
+            (target, run_id),
+        ).fetchall()
+        open_types = json.loads(hidden or "{}")
+        findings = [
+            kept
+            for finding, _ in rows
+            if finding is not None and (kept := restrict(Finding.model_validate_json(finding), open_types)) is not None
+        ]
+        problems = [RecordProblem.model_validate_json(problem) for _, problem in rows if problem is not None]
+        return report.model_copy(update={"findings": findings, "record_problems": problems})
 
     def latest_reports(self) -> list[Report]:
-        """The last finished run's report of every target in this state file."""
-        rows = self.db.execute(
-            "SELECT report FROM runs r WHERE report IS NOT NULL AND id = "
-            "(SELECT MAX(id) FROM runs WHERE target = r.target AND report IS NOT NULL) ORDER BY target"
-        ).fetchall()
-        return [Report.model_validate_json(report) for (report,) in rows]
+        """The last finished run's report of every target in this state file, findings included."""
+        targets = [t for (t,) in self.db.execute("SELECT DISTINCT target FROM runs WHERE report IS NOT NULL")]
+        return [r for t in sorted(targets) if (r := self.latest_report(t, with_findings=True)) is not None]
 
     def begin(self, target: str, key: str) -> Run:
         """Resume this target's unfinished run if it has the same verdict key; otherwise start a new run.
