@@ -92,6 +92,7 @@ collections = ["{collection}"]
 [output]
 dir = "out"
 formats = ["json", "csv"]
+metrics_file = "metrics/vdbguard.prom"
 {extra}
 """
     )
@@ -105,6 +106,8 @@ def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(pii_store, s
     report_file = tmp_path / "out" / "notes" / collection / "report.json"
     first = Report.model_validate_json(report_file.read_text())
     assert (report_file.parent / "report.csv").exists()
+    metrics = (tmp_path / "metrics" / f"vdbguard-notes-{collection}.prom").read_text()
+    assert f'vdbguard_records_scanned{{collection="{collection}"}} 120' in metrics
     assert first.coverage.records_attacked == first.summary.records_scanned == 120
     assert code == int(any(f.severity.value == "critical" for f in first.findings))
 

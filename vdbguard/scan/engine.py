@@ -103,36 +103,13 @@ class Scanner:
         per_attack = [attack.infer(matrix, known_texts=known) for attack in self.attacks]
         return [list(row) for row in zip(*per_attack, strict=True)]
 
-    def scan(
-        self,
-        connector: Connector,
-        *,
-        batch_size: int = 256,
-        state_path: Path | None = None,
-        target: str = "",
-        total: int | None = None,
-        progress: ProgressSink | None = None,
-        sample: float = 1.0,
-        deep: DeepTier | None = None,
-    ) -> ScanResult:
+    def scan(self, connector: Connector, *, deep: DeepTier | None = None, **options: Any) -> ScanResult:
         """Scan every record, attacking only what the state does not already hold a current verdict for.
 
-        ``state_path``: the job's SQLite state (see ``scan.state``); without it a temporary one. ``sample``:
-        the share of new or changed records the fast tier attacks this run.
+        ``options`` are :func:`scan_incrementally`'s (``state_path``, ``sample``, ``batch_size``...).
         """
         key = verdict_key({**self.verdict_settings(), "deep": deep and deep.settings()})
-        return scan_incrementally(
-            connector,
-            lambda: self,
-            key,
-            batch_size=batch_size,
-            state_path=state_path,
-            target=target,
-            total=total,
-            progress=progress,
-            sample=sample,
-            deep=deep,
-        )
+        return scan_incrementally(connector, lambda: self, key, deep=deep, **options)
 
     def verdict_settings(self) -> dict[str, Any]:
         """Everything in this scanner that changes a verdict, for the state's key."""
@@ -456,7 +433,11 @@ def scan_incrementally(
 ) -> ScanResult:
     """The scan loop. ``build`` makes the scanner (loading or training attacks, calibrating) and is called
     only once a record needs attacking, so a re-scan of an unchanged collection loads no model at all.
-    ``key`` must change whenever the scanner ``build`` makes would judge a record differently."""
+    ``key`` must change whenever the scanner ``build`` makes would judge a record differently.
+
+    ``state_path``: the job's SQLite state (see ``scan.state``); without it a temporary one. ``sample``: the
+    share of new or changed records the fast tier attacks this run.
+    """
     progress = progress or Silent()
     with ScanStore(state_path) as store:
         run = store.begin(target, key)
