@@ -17,3 +17,19 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Pat
         raise RuntimeError("killed half-way")
     assert path.read_text() == '{"done": 3}'
     assert sorted(p.name for p in path.parent.iterdir()) == ["state.json"]
+
+
+def test_cached_json_computes_once_and_recovers_from_a_broken_file(tmp_path: Path) -> None:
+    from vdbguard.cache import cached_json
+
+    calls: list[int] = []
+
+    def compute() -> dict[str, int]:
+        calls.append(1)
+        return {"dimension": 384}
+
+    path = tmp_path / "sub" / "identity.json"
+    assert cached_json(path, compute) == {"dimension": 384}
+    assert cached_json(path, compute) == {"dimension": 384} and len(calls) == 1
+    path.write_text('{"dimen')  # a file cut short by another tool: computed again, never trusted
+    assert cached_json(path, compute) == {"dimension": 384} and len(calls) == 2

@@ -6,9 +6,11 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
 
 
 def cache_root() -> Path:
@@ -36,3 +38,13 @@ def atomic_write(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
 def write_json_atomic(path: Path, data: Any, **dump_options: Any) -> None:
     with atomic_write(path, "w") as handle:
         json.dump(data, handle, **dump_options)
+
+
+def cached_json(path: Path, compute: Callable[[], T]) -> T:
+    """The JSON value kept at ``path``, or ``compute()`` written there atomically (for the next process)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        value = compute()
+    write_json_atomic(path, value)
+    return value

@@ -121,14 +121,15 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[st
     return formats
 
 
-format_option = click.option(
-    "--format",
-    "formats",
-    default=",".join(DEFAULT_FORMATS),
-    show_default=True,
-    callback=_formats,
-    help="Report formats, comma-separated (installed writers: json, md, csv, sarif and any plugin).",
-)
+def format_option(default: Sequence[str] = DEFAULT_FORMATS) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--format",
+        "formats",
+        default=",".join(default),
+        show_default=True,
+        callback=_formats,
+        help="Report formats, comma-separated (installed writers: json, md, html, csv, sarif and any plugin).",
+    )
 
 
 def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -243,7 +244,7 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     help="Attack to run (repeatable; see `vdbguard attacks list`). Default: pii-probe and bag-of-words.",
 )
 @click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
-@format_option
+@format_option()
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @click.option(
     "--state",
@@ -484,14 +485,7 @@ def _metrics_on_failure(metrics_file: Path | None, collection: str, started: flo
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--records", type=click.IntRange(20, 100_000), default=2000, show_default=True)
 @click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
-@click.option(
-    "--format",
-    "formats",
-    default="json,md,html,sarif,csv",
-    show_default=True,
-    callback=_formats,
-    help="Report formats, comma-separated.",
-)
+@format_option(("json", "md", "html", "sarif", "csv"))
 @fail_on_option("never")
 @friendly_errors
 def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_on: str) -> None:
@@ -988,13 +982,14 @@ def config_schema() -> None:
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True)
-@format_option
+@format_option()
 @friendly_errors
 def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:
     """Re-render a report.json, or every collection's last report in a scan state file, without re-scanning."""
+    from vdbguard.reports.loading import is_sqlite, load_report
     from vdbguard.scan.state import ScanStore
 
-    if source.read_bytes()[:16] == b"SQLite format 3\x00":
+    if is_sqlite(source):
         with ScanStore(source) as state:
             reports = state.latest_reports()
         if not reports:
@@ -1004,6 +999,4 @@ def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:
             folder = out if len(reports) == 1 else out / f"{target.connector}-{target.collection}"
             write_reports(one, folder, formats)
         return
-    from vdbguard.reports.loading import load_report
-
     write_reports(load_report(source), out, formats)

