@@ -22,6 +22,8 @@ from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.reports.schema import Severity
 
+DEEP_RECORD_SECONDS = 1.9  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
+
 _SECRET_SETTING = re.compile(r"(?i)(password|passwd|secret|token|api_?key|credential)")
 
 
@@ -119,7 +121,10 @@ class AttackSettings(_Strict):
         default_factory=lambda: ["pii-probe", "bag-of-words"], description="See `vdbguard attacks list`."
     )
     sample: float = Field(default=1.0, gt=0.0, le=1.0, description="Share of records the fast tier attacks.")
-    deep: list[str] = Field(default_factory=list, description="Slower attacks, e.g. slot-search or gradient.")
+    deep: list[str] = Field(
+        default_factory=list,
+        description="Slower attacks, e.g. slot-search, or strongest (the best measured inverter for the embedder).",
+    )
     deep_sample: float = Field(
         default=0.0,
         ge=0.0,
@@ -128,12 +133,17 @@ class AttackSettings(_Strict):
     )
     deep_max_records: int | None = Field(default=None, ge=1, description="Deep-tier records per run, at most.")
     deep_max_seconds: float | None = Field(default=None, gt=0, description="Deep-tier time per run, at most.")
+    deep_record_seconds: float = Field(
+        default=DEEP_RECORD_SECONDS,
+        ge=0,
+        description="CPU-seconds a budgeted deep attack (adversarial-decoding) may spend per record; 0 = its own.",
+    )
 
     @model_validator(mode="after")
     def _known_attacks(self) -> AttackSettings:
         from vdbguard import plugins
 
-        known = set(plugins.names("attacks"))
+        known = {*plugins.names("attacks"), "strongest"}
         for tier, names in (("fast", self.fast), ("deep", self.deep)):
             unknown = [name for name in names if name not in known]
             if unknown:
@@ -312,6 +322,7 @@ fast = ["pii-probe", "bag-of-words"]  # on every record
 # deep_sample = 0.01             # ... plus this share of the other records
 # deep_max_records = 1000        # per run
 # deep_max_seconds = 600         # per run
+# deep_record_seconds = 1.9      # CPU-seconds per record for adversarial-decoding (0 = unbounded)
 
 [allow]
 # values = ["Ada Lovelace"]      # public names, test accounts: not a leak

@@ -60,6 +60,34 @@ def test_residual_polish_puts_back_the_word_the_hypothesis_misses(embedder, mode
     assert search.best_cosine > before and search.queries > 1
 
 
+def test_no_batch_overruns_the_query_budget(embedder, model_cache) -> None:
+    attack = AdversarialDecoding(polish_rounds=3, max_queries=10)
+    attack.embedder = embedder
+    search = _Search(attack, embedder.encode([TARGETS[0]])[0])
+    search.consider(["The patient takes medicine for diabetes every morning."])
+    search.polish(*vocabulary_table(embedder))  # one polish round alone proposes ~80 variants
+    assert 1 < search.queries <= 10
+
+
+def test_the_time_budget_limits_a_batch_by_the_measured_cost_per_query(embedder) -> None:
+    attack = AdversarialDecoding(max_seconds=0.5)
+    search = _Search(attack, embedder.encode([TARGETS[0]])[0])
+    assert search.affordable(100) == 100  # nothing measured yet
+    search.queries, search.query_seconds = 10, 1.0  # 0.1 CPU-seconds per query, ~0.5 left
+    assert 1 <= search.affordable(100) <= 5
+    search.started -= 1.0  # over budget: still one, so a step always has a candidate
+    assert search.affordable(100) == 1
+
+
+def test_a_record_budget_goes_only_to_attacks_that_take_one_and_have_none() -> None:
+    from vdbguard.attacks.base import with_record_budget
+    from vdbguard.attacks.gradient import GradientInversion
+
+    assert with_record_budget(AdversarialDecoding(), 2.0).max_seconds == 2.0
+    assert with_record_budget(AdversarialDecoding(max_seconds=9.0), 2.0).max_seconds == 9.0
+    assert not hasattr(with_record_budget(GradientInversion(), 2.0), "max_seconds")
+
+
 def test_settings_round_trip_and_registration(tmp_path: Path) -> None:
     attack = AdversarialDecoding(beam_width=3, max_queries=500)
     attack.save(tmp_path)

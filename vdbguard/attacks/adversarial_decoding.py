@@ -28,8 +28,14 @@ Seeds: when the embedder's weights are at hand, white-box gradient inversion
 for a sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
 Nothing is trained for an embedder: ``fit`` does nothing.
 
-Budgets per record: ``max_queries`` encoder queries and ``max_seconds`` of search (0 = none). The queries
-each record cost are counted in ``encoder_queries``.
+Budgets per record: ``max_queries`` encoder queries and ``max_seconds`` CPU-seconds (0 = none), the record's
+share of the batched gradient seeds included; no batch of candidates is larger than what is left (the cost
+of a query is measured as the search goes). Under a budget the seed bag is polished before the beam search,
+so a budget that ends early still has the polish's gain (on the development set of BENCHMARKS.md, at 2
+CPU-seconds: token F1 0.31 and cosine 0.83, against 0.30 and 0.76 unpolished); unbudgeted, the beam search
+comes first, which measured slightly better there (0.343 against 0.325). The queries each record cost are
+counted in ``encoder_queries``. A scan's deep tier gives it ``--deep-record-seconds`` (1.9 by default, for 0.5
+records per CPU-second; the language model's loading is not counted).
 
 Word scores: each recovered word is scored by how much leaving it out lowers the recovery's cosine, mapped
 through the calibration measured for gradient inversion's words (:func:`~vdbguard.attacks.gradient.word_score`),
@@ -39,6 +45,7 @@ which uses the same leave-one-out signal.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -75,7 +82,7 @@ def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
     tokenizer = embedder.model.tokenizer
     tokens = (token.removeprefix("Ġ").removeprefix("▁") for token in tokenizer.get_vocab())
     words = sorted({token for token in tokens if _VOCABULARY_WORD.fullmatch(token)})
-    return words, embed_list(embedder, words, stored=np.float16)
+    return words, embed_list(embedder, words, stored=np.float16).astype(np.float32)  # numpy's float16 matmul is slow
 
 
 @functools.lru_cache(maxsize=2)
@@ -90,7 +97,7 @@ class AdversarialDecoding(Attack):
     description: ClassVar[str] = (
         "ZSInvert 2025 zero-shot inversion: SmolLM2 proposes, the target embedder keeps the closest beams"
     )
-    version: ClassVar[int] = 2  # 2: residual polish
+    version: ClassVar[int] = 3  # 2: residual polish; 3: budgets in CPU-seconds, seeds included
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25
@@ -150,6 +157,7 @@ class AdversarialDecoding(Attack):
         self.max_seconds = max_seconds
         self.threads = threads
         self.threshold = threshold
+        self.prompt_seconds = self.step_seconds = 0.0  # measured: the language model's passes, kept out of budgets
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Nothing to train: the language model proposes and the target embedder scores."""
@@ -167,6 +175,8 @@ class AdversarialDecoding(Attack):
             "top_k": self.top_k,
             "max_tokens": self.max_tokens,
             "polish_rounds": self.polish_rounds,
+            "max_seconds": self.max_seconds,
+            "max_queries": self.max_queries,
         }
 
     # ----- inference ---------------------------------------------------------------------------------
@@ -183,8 +193,11 @@ class AdversarialDecoding(Attack):
                 "run the attack with the embedder that made the vectors (or through an alignment map)",
             )
         with torch_threads(self.threads or None):
+            _language_model(), load_tokenizer()  # loaded once, not out of the first record's budget
+            started = time.process_time()
             seeds = self._seeds(targets)
-            return [self._invert(target, seed) for target, seed in zip(targets, seeds, strict=True)]
+            seed_seconds = (time.process_time() - started) / len(targets)
+            return [self._invert(target, seed, seed_seconds) for target, seed in zip(targets, seeds, strict=True)]
 
     def _seeds(self, targets: np.ndarray) -> list[list[str]]:
         """Words from white-box gradient inversion, when the embedder's weights allow it."""
@@ -198,10 +211,14 @@ class AdversarialDecoding(Attack):
             return [[] for _ in targets]
         return [inference.recovered_text.split()[: self.seed_words] for inference in found]
 
-    def _invert(self, target: np.ndarray, seed: list[str]) -> Inference:
-        search = _Search(self, target)
+    def _invert(self, target: np.ndarray, seed: list[str], spent: float) -> Inference:
+        search = _Search(self, target, spent)
         if seed:
             search.consider([" ".join(seed)])
+            if self.polish_rounds and (self.max_seconds or self.max_queries):
+                # the cheapest gain first, so that a search the budget cuts short still has it
+                search.polish(*vocabulary_table(self.embedder))
+                seed = search.best_text.split()
         request = "Write a short sentence" + (f" that uses these words: {', '.join(seed)}." if seed else ".")
         search.decode(request)
         for _ in range(self.refine_rounds):
@@ -239,29 +256,51 @@ class AdversarialDecoding(Attack):
 class _Search:
     """One record's search state: the best hypothesis so far and what it has cost."""
 
-    def __init__(self, attack: AdversarialDecoding, target: np.ndarray) -> None:
+    def __init__(self, attack: AdversarialDecoding, target: np.ndarray, spent: float = 0.0) -> None:
         self.attack = attack
         self.target = target
         self.best_text = ""
         self.best_cosine = -2.0
         self.best_vector = np.zeros_like(target)
         self.queries = 0
-        self.started = time.perf_counter()
+        self.query_seconds = 0.0
+        self.started = time.process_time() - spent
 
-    def exhausted(self) -> bool:
+    def seconds_left(self, keep: float = 0.0) -> float:
+        """CPU-seconds the time budget leaves (infinite without one), less ``keep`` and what scoring the best
+        guess's words will cost at the end."""
+        if not self.attack.max_seconds:
+            return math.inf
+        scoring = self.query_seconds / max(self.queries, 1) * (len(self.best_text.split()) + 1)
+        return self.attack.max_seconds - (time.process_time() - self.started) - scoring - keep
+
+    def exhausted(self, keep: float = 0.0) -> bool:
         attack = self.attack
         over_queries = bool(attack.max_queries) and self.queries >= attack.max_queries
-        over_time = bool(attack.max_seconds) and time.perf_counter() - self.started >= attack.max_seconds
-        return over_queries or over_time
+        return over_queries or self.seconds_left(keep) <= 0
 
     def cosines(self, texts: Sequence[str]) -> np.ndarray:
         assert self.attack.embedder is not None
         return self.attack.embedder.encode(list(texts)) @ self.target
 
-    def consider(self, texts: Sequence[str]) -> np.ndarray:
-        """Re-embed candidates, count the queries, and keep the closest as the best if it beats it."""
+    def affordable(self, count: int, keep: float = 0.0) -> int:
+        """How many of ``count`` candidates the budgets still allow, ``keep`` seconds kept for what follows (at
+        least one), so that one large batch does not overrun them."""
+        attack, allowed = self.attack, count
+        if attack.max_queries:
+            allowed = min(allowed, attack.max_queries - self.queries)
+        if attack.max_seconds and self.queries:
+            allowed = min(allowed, int(self.seconds_left(keep) * self.queries / max(self.query_seconds, 1e-9)))
+        return max(allowed, 1)
+
+    def consider(self, texts: Sequence[str], keep: float = 0.0) -> np.ndarray:
+        """Re-embed the candidates the budgets allow (the first ones), count the queries, and keep the closest
+        as the best if it beats it. Returns the scores of the candidates embedded."""
         assert self.attack.embedder is not None
-        vectors = self.attack.embedder.encode(list(texts))
+        texts = list(texts)[: self.affordable(len(texts), keep)]
+        started = time.process_time()
+        vectors = self.attack.embedder.encode(texts)
+        self.query_seconds += time.process_time() - started
         scores = vectors @ self.target
         self.queries += len(texts)
         top = int(np.argmax(scores))
@@ -284,7 +323,9 @@ class _Search:
                 without = self.consider([" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))])
                 weak = np.argsort(-without, kind="stable")[: attack.polish_positions].tolist()
             present = {word.lower() for word in words}
-            closest = (vocabulary[i] for i in np.argsort(-(table @ residual), kind="stable"))
+            scores, wanted = table @ residual, attack.polish_words + len(present)
+            nearest = np.argpartition(-scores, wanted)[:wanted]
+            closest = (vocabulary[i] for i in nearest[np.argsort(-scores[nearest], kind="stable")])
             shortlist = [word for word in closest if word.lower() not in present][: attack.polish_words]
             variants = [" ".join([*words, new]) for new in shortlist]
             variants += [" ".join([*words[:at], new, *words[at + 1 :]]) for new in shortlist for at in weak]
@@ -295,13 +336,17 @@ class _Search:
     def decode(self, request: str) -> None:
         """Beam search from the model's answer to ``request``, scored by cosine to the target."""
         attack = self.attack
+        if self.exhausted(keep=attack.prompt_seconds):  # the prompt's forward pass alone costs tenths of a second
+            return
         model, tokenizer = _language_model(), load_tokenizer()
         prompt = tokenizer(_PROMPT.format(request=request), return_tensors="pt").input_ids
+        started = time.process_time()
         with torch.inference_mode():
             output = model(prompt, use_cache=True)
+        attack.prompt_seconds = time.process_time() - started
         beams: list[list[int]] = [[]]
         for _ in range(attack.max_tokens):
-            if self.exhausted():
+            if self.exhausted(keep=attack.step_seconds):
                 break
             proposals = output.logits[:, -1].float().topk(attack.top_k, dim=-1).indices.tolist()
             by_text: dict[str, tuple[list[int], int]] = {}
@@ -314,10 +359,12 @@ class _Search:
             if not by_text:
                 break
             texts = list(by_text)
-            scores = self.consider(texts)
+            scores = self.consider(texts, keep=attack.step_seconds)
             keep = np.argsort(-scores, kind="stable")[: attack.beam_width]
             beams = [by_text[texts[i]][0] for i in keep]
             output.past_key_values.reorder_cache(torch.tensor([by_text[texts[i]][1] for i in keep]))
             step = torch.tensor([[sequence[-1]] for sequence in beams])
+            started = time.process_time()
             with torch.inference_mode():
                 output = model(step, past_key_values=output.past_key_values, use_cache=True)
+            attack.step_seconds = time.process_time() - started

@@ -100,6 +100,14 @@ class Attack(ABC):
         return attack, config
 
 
+def with_record_budget(attack: Attack, seconds: float) -> Attack:
+    """``attack`` limited to ``seconds`` of CPU per record, if it takes a budget (``max_seconds``) and has none
+    set; other attacks run as they are."""
+    if seconds and "max_seconds" in attack.settings and not attack.max_seconds:  # type: ignore[attr-defined]
+        attack.max_seconds = seconds  # type: ignore[attr-defined]
+    return attack
+
+
 def labelled_split(
     items: Sequence[LabelledText], embeddings: np.ndarray, seed: int, share: float = 0.8
 ) -> tuple[list[LabelledText], np.ndarray, np.ndarray, np.ndarray]:

@@ -32,6 +32,7 @@ import numpy as np
 from vdbguard.attacks import Attack, strongest_inversion
 from vdbguard.attacks.alignment import AlignedAttack, ridge_map
 from vdbguard.attacks.bag_of_words import content_words
+from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, _profile_corpus, protected_embeddings, trained_attacks
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
@@ -291,17 +292,12 @@ class DefenseBench:
     def attacks(self) -> list[Attack]:
         if self._attacks is None:
             self._attacks = [
-                self._budgeted(attack)
+                with_record_budget(attack, self.seconds_per_record)
                 for attack in trained_attacks(
                     self.embedder, self.attack_names, profile=self.profile, progress=self.progress
                 )
             ]
         return self._attacks
-
-    def _budgeted(self, attack: Attack) -> Attack:
-        if self.seconds_per_record and getattr(attack, "max_seconds", None) == 0:
-            attack.max_seconds = self.seconds_per_record  # type: ignore[attr-defined]
-        return attack
 
     def _run(self, attack: Attack, vectors: np.ndarray, how: str) -> Leakage:
         with self.progress.task(f"{attack.name} on {how} vectors", None):
@@ -332,7 +328,11 @@ class DefenseBench:
                 (retrained,) = trained_attacks(
                     self.embedder, [attack.name], profile=self.profile, progress=self.progress, defense=transform
                 )
-                results.append(self._run(self._budgeted(retrained), protected, "protected (retrained)"))
+                results.append(
+                    self._run(
+                        with_record_budget(retrained, self.seconds_per_record), protected, "protected (retrained)"
+                    )
+                )
             except (RuntimeError, ValueError) as exc:  # e.g. an attack that needs the embedder's own dimension
                 log.warning("%s cannot be retrained on %s output: %s", attack.name, transform.name, exc)
         return max(results, key=lambda leak: leak.primary)

@@ -23,7 +23,7 @@ def _rate(flags: list[bool]) -> float | None:
 def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalItem]) -> dict[str, float | int | None]:
     import sacrebleu
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     queries_before = attack.encoder_queries
     references = [item.text for item in items]
     targets = embedder.encode(references)
@@ -50,5 +50,6 @@ def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalI
         "full_name": _rate(full),
         "seconds": round(time.perf_counter() - started, 2),
         "seconds_per_record": round((time.perf_counter() - started) / max(len(items), 1), 3),
+        "cpu_seconds_per_record": round((time.process_time() - cpu_started) / max(len(items), 1), 3),
         "encoder_queries_per_record": round((attack.encoder_queries - queries_before) / max(len(items), 1), 1),
     }

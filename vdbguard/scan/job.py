@@ -128,6 +128,7 @@ def run_job(
                     sample=attacks.sample,
                     deep_attack_names=attacks.deep,
                     deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
+                    deep_record_seconds=attacks.deep_record_seconds,
                     policy=policy,
                 )
             report, open_types = apply_suppressions(report, suppressions)

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
+from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks, training_digest
+from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
@@ -80,6 +82,7 @@ def scan_collection(
     sample: float = 1.0,
     deep_attack_names: Sequence[str] = (),
     deep_budget: tuple[float, int | None, float | None] = (0.0, None, None),
+    deep_record_seconds: float = DEEP_RECORD_SECONDS,
     policy: FindingPolicy | None = None,
 ) -> Report:
     """Scan every record of the collection and return the report.
@@ -118,7 +121,7 @@ def scan_collection(
             "fused": fused,
             "masked": mask_pii,
             "policy": None if policy is None else policy.settings(),
-            "deep": [list(deep_attack_names), deep_budget[0]],
+            "deep": [list(deep_attack_names), deep_budget[0], deep_record_seconds],
         }
     )
     built: dict[str, Any] = {}
@@ -149,6 +152,8 @@ def scan_collection(
         def build_deep() -> Scanner:
             model = embedder or Embedder()
             deep_attacks = trained_attacks(model, deep_attack_names, profile=settings, progress=progress)
+            for attack in deep_attacks:
+                with_record_budget(attack, deep_record_seconds)
             dimension = info.dimension if embedder is None else embedder.dimension
             return Scanner(deep_attacks, load_detector(detector), dimension, mask_pii=mask_pii, policy=policy)
 
