@@ -69,6 +69,7 @@ class StoreCalls:
     """
 
     store: ClassVar[str]
+    reached = False  # once the store has answered, a lost connection may be a restart: retried for longer
     store_error: ClassVar[type[Exception] | tuple[type[Exception], ...]] = Exception
     collection_name: str
     location: str
@@ -99,7 +100,13 @@ class StoreCalls:
         try:
             if not self._retries():
                 return call()
-            return with_retries(call, is_transient=self._transient, what=f"{self.store} {what}")
+            # before the first answer, fail fast (a wrong URL); after it, wait out a restart: 10-20 s in all
+            attempts, max_delay = (8, 8.0) if self.reached else (5, 5.0)
+            result = with_retries(
+                call, is_transient=self._transient, what=f"{self.store} {what}", attempts=attempts, max_delay=max_delay
+            )
+            self.reached = True
+            return result
         except VdbguardError:
             raise
         except self.store_error as exc:
@@ -168,6 +175,14 @@ class PrivateCopy:
         self.path = tmp / name
         try:
             copy(source, self.path)
+        except (OSError, shutil.Error) as exc:  # copytree gathers its files' errors into one shutil.Error
+            self.drop()
+            first = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else str(exc)
+            raise ConnectorError(
+                f"cannot copy {source} to a private snapshot under {tmp.parent} ({first})",
+                "free space there or point TMPDIR at a disk that has room for a copy of the store "
+                "(or read it in place with --option snapshot=false, which some engines write to)",
+            ) from exc
         except BaseException:
             self.drop()
             raise

@@ -3,63 +3,29 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port
-
-
-def _chroma_executable() -> str | None:
-    candidate = Path(sys.executable).parent / ("chroma.exe" if os.name == "nt" else "chroma")
-    return str(candidate) if candidate.exists() else shutil.which("chroma")
+from tests.helpers import ChromaServer, chroma_executable
 
 
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``chroma run`` server on a free local port; yields its base URL ``http://127.0.0.1:PORT``."""
-    executable = _chroma_executable()
+    executable = chroma_executable()
     if executable is None:
         pytest.skip("the `chroma` executable is not installed (pip install 'vdbguard[chroma]')")
-    workdir = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log_path = workdir / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [executable, "run", "--path", str(workdir / "data"), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    server = ChromaServer(executable, tmp_path_factory.mktemp("chroma-server"))
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"chroma server did not answer within 30 s:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield url
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +28,52 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def chroma_executable() -> str | None:
+    """The ``chroma`` command beside this interpreter, else on PATH."""
+    candidate = Path(sys.executable).parent / ("chroma.exe" if os.name == "nt" else "chroma")
+    return str(candidate) if candidate.exists() else shutil.which("chroma")
+
+
+class ChromaServer:
+    """A real ``chroma run`` process on a local port over a data folder, that a test can stop and start again."""
+
+    def __init__(self, executable: str, workdir: Path, port: int | None = None) -> None:
+        self.executable, self.workdir = executable, workdir
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start the server and wait until it answers its heartbeat; RuntimeError with its log if it does not."""
+        log = self.workdir / "server.log"
+        command = [self.executable, "run", "--path", str(self.workdir / "data"), "--host", "127.0.0.1"]
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [*command, "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"chroma server exited with {self.process.returncode}:\n{log.read_text()[-2000:]}")
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1) as r:
+                if r.status == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"chroma server did not answer within {timeout:.0f} s:\n{log.read_text()[-2000:]}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
 
 
 @contextlib.contextmanager

@@ -382,7 +382,7 @@ def scan(
     from vdbguard.scan.owner import CalibrationOptions
 
     started = time.monotonic()
-    with _metrics_on_failure(metrics_file, collection, started):
+    with _metrics_on_failure(metrics_file, collection, started), _resume_hint(state):
         connector = _open_connector(connector_name, collection, path, url, option)
         with connector, _progress() as progress:
             model = resolve_embedder(connector, embedder)
@@ -488,6 +488,18 @@ def _metrics_on_failure(metrics_file: Path | None, collection: str, started: flo
                 write_metrics(metrics_file, None, collection=collection, duration_s=time.monotonic() - started)
             except VdbguardError as exc:  # the scan's own error is the one to show
                 logging.getLogger(__name__).warning("%s", exc)
+        raise
+
+
+@contextlib.contextmanager
+def _resume_hint(state: Path | None) -> Iterator[None]:
+    """A scan with --state that fails says that it resumes: its committed batches are kept."""
+    try:
+        yield
+    except VdbguardError as exc:
+        if state is not None:
+            resume = f"what was scanned is kept in {state}: run the same command again to resume"
+            exc.hint = f"{exc.hint}; then {resume}" if exc.hint else resume
         raise
 
 

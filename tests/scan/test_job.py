@@ -37,7 +37,7 @@ def test_validate_names_every_problem_with_its_location(tmp_path: Path) -> None:
         .replace('path = "chroma-data"', 'url = "http://admin:hunter2@db:8000"')
         .replace('fast = ["pii-probe"', 'fast = ["nosuch", "pii-probe"')
         .replace("# [stores.options]", "[stores.options]\npassword = 'x'")
-        .replace('# patterns = [', "patterns = ['(unclosed', ")
+        .replace("# patterns = [", "patterns = ['(unclosed', ")
     )
     (tmp_path / "bad.toml").write_text(bad)
     code, output = run("config", "validate", str(tmp_path / "bad.toml"))

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
+from vdbguard.cache import atomic_write
+from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Evidence, Finding, Report
 
 
@@ -19,9 +21,17 @@ class ReportWriter(ABC):
     def render(self, report: Report) -> str: ...
 
     def write(self, report: Report, out: Path) -> Path:
+        """Replace the file whole, owner-only (a report names records that leak): a full disk leaves the
+        previous report, never half of a new one."""
         path = out / self.filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.render(report), encoding="utf-8")
+        try:
+            with atomic_write(path) as handle:
+                handle.write(self.render(report).encode("utf-8"))
+        except OSError as exc:
+            raise VdbguardError(
+                f"cannot write the report {path} ({exc})",
+                "free disk space or pass a writable --out; a previous report there is unchanged",
+            ) from exc
         return path
 
 

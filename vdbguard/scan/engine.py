@@ -292,6 +292,7 @@ class _BatchRun:
         self.build, self.run, self.sample, self.deep = build, run, sample, deep
         self._scanner: Scanner | None = None
         self.started = time.monotonic()
+        self.done_before = run.count()  # a resumed run's earlier batches are not this process's speed
         self.batches = 0
         self.attacked = 0
 
@@ -370,7 +371,7 @@ class _BatchRun:
             return
         elapsed = time.monotonic() - self.started
         done = self.run.count()
-        rate = done / elapsed if elapsed > 0 else 0.0
+        rate = (done - self.done_before) / elapsed if elapsed > 0 else 0.0
         remaining = max(total - done, 0)
         eta = f"{remaining / rate / 60:.1f} min" if rate else "unknown"
         budget = ""

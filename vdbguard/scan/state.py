@@ -133,6 +133,20 @@ class RecordRow:
     problem: RecordProblem | None = None
 
 
+def storage_error(path: Path, exc: sqlite3.OperationalError) -> VdbguardError:
+    """What the user can do when SQLite cannot read or write the state file (full disk, read-only folder, another
+    run holding it); the file keeps its last committed batch either way."""
+    if "locked" in str(exc):
+        return VdbguardError(
+            f"another process is writing the state file {path} ({exc})", "wait for that run, or pass another --state"
+        )
+    return VdbguardError(
+        f"cannot write the state file {path} ({exc})",
+        "free disk space or make its folder writable, then run the same command again: the file keeps every "
+        "batch committed before the failure",
+    )
+
+
 class ScanStore:
     """One job's state file (or a temporary one). Use as a context manager."""
 
@@ -148,6 +162,8 @@ class ScanStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._check_schema()
+        except sqlite3.OperationalError as exc:
+            raise storage_error(path, exc) from exc
         except sqlite3.DatabaseError as exc:
             raise VdbguardError(
                 f"{path} is not a vdbguard state file ({exc})",
@@ -178,13 +194,20 @@ class ScanStore:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
+        """All or nothing: a write the disk refuses leaves the state as the last committed batch left it."""
         try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
+                    self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+            raise storage_error(self.path, exc) from exc
 
     def save_report(self, report: Report, hidden: dict[str, list[str]] | None = None) -> None:
         """Keep the finished run's report header (findings stay in the records table, never twice), so
@@ -192,11 +215,12 @@ class ScanStore:
         left open by suppressions (none: the finding is hidden)."""
         target = target_key(report.target.connector, report.target.location, report.target.collection)
         header = report.model_copy(update={"findings": [], "record_problems": []})
-        self.db.execute(
-            "UPDATE runs SET report = ?, hidden = ? "
-            "WHERE id = (SELECT MAX(id) FROM runs WHERE target = ? AND finished_at IS NOT NULL)",
-            (header.model_dump_json(), json.dumps(hidden or {}), target),
-        )
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE runs SET report = ?, hidden = ? "
+                "WHERE id = (SELECT MAX(id) FROM runs WHERE target = ? AND finished_at IS NOT NULL)",
+                (header.model_dump_json(), json.dumps(hidden or {}), target),
+            )
 
     def latest_report(self, target: str, *, with_findings: bool = False) -> Report | None:
         """The last finished run's report; its header only unless ``with_findings``."""

@@ -1,0 +1,309 @@
+"""SIGKILL `vdbguard scan` (or `protect`) at random points, resume it until it finishes, and check that every
+record of the collection was scanned (copied) exactly once: none skipped, none twice, the store untouched.
+
+The fault tests run it with a few kills; the benchmark with many (BENCHMARKS.md, "Kill and resume"):
+
+    HF_HUB_OFFLINE=1 python -m tests.faults.kill_resume --records 20000 --kills 20 --work /tmp/faults
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+COLLECTION = "tickets"
+ROTATION_KEY = "kill-resume-test-key-0123456789abcdef"
+
+
+@dataclass
+class Outcome:
+    """What one killed-and-resumed command did, and what the checks found."""
+
+    command: str
+    records: int
+    kills: int = 0
+    kills_mid_work: int = 0  # kills after the state or copy had started to fill
+    runs: int = 0
+    reference_seconds: float = 0.0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+
+def chroma_client(where: Path | str) -> Any:
+    """An embedded store's client for a folder, a server's for a URL."""
+    import chromadb
+
+    if isinstance(where, Path):
+        return chromadb.PersistentClient(path=str(where))
+    parts = urlsplit(where)
+    return chromadb.HttpClient(host=parts.hostname or "127.0.0.1", port=parts.port or 8000)
+
+
+def build_store(where: Path | str, records: int, seed: int = 0, collection: str = COLLECTION) -> list[str]:
+    """A Chroma collection of ``records`` embedded sentences, one in four naming someone or a contact."""
+    from vdbguard.corpus import synthetic_pii
+    from vdbguard.corpus.generator import synthetic_clean
+    from vdbguard.embedders import Embedder
+
+    pii = synthetic_pii(records // 4, seed=seed)
+    texts = [item.text for item in pii] + [item.text for item in synthetic_clean(records - len(pii), seed=seed)]
+    vectors = Embedder().encode(texts)
+    ids = [f"t-{i:06d}" for i in range(records)]
+    stored = chroma_client(where).get_or_create_collection(collection, metadata={"hnsw:space": "cosine"})
+    for start in range(0, records, 4096):
+        end = start + 4096
+        stored.add(ids=ids[start:end], embeddings=vectors[start:end].tolist(), documents=texts[start:end])
+    return ids
+
+
+def tree_digest(path: Path) -> str:
+    """One hash over every file's relative path and bytes: equal before and after means nothing was written."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def _cli(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "vdbguard"), *args]
+
+
+def cli_env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "VDBGUARD_TRANSFORM_KEY": ROTATION_KEY, "NO_COLOR": "1"}
+
+
+def scan_command(store: Path | str, out: Path, state: Path | None = None, collection: str = COLLECTION) -> list[str]:
+    """`vdbguard scan` of an embedded store (a folder) or a server (a URL), small profile, JSON report."""
+    where = ["--path", str(store)] if isinstance(store, Path) else ["--url", store]
+    command = ["scan", "--connector", "chroma", "--collection", collection, *where, "--profile", "small"]
+    command += ["--format", "json", "--batch-size", "128", "--out", str(out)]
+    return _cli(*command, *(["--state", str(state)] if state else []))
+
+
+def _run(command: list[str], log: Path) -> int:
+    with log.open("ab") as out:
+        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env(), check=False).returncode
+
+
+@dataclass
+class Killer:
+    """When to kill: after a random time up to ``seconds`` (anywhere: loading, calibrating, scanning, writing),
+    or, with ``total``, when ``done()`` passes the next of ``kills`` points drawn uniformly over the records
+    (always mid-work; a point a batch has already passed is dropped, so there may be fewer kills)."""
+
+    rng: np.random.Generator
+    done: Callable[[], int]
+    seconds: float
+    total: int = 0
+    kills: int = 0
+    points: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.total:
+            self.points = sorted(self.rng.uniform(0, self.total, self.kills))
+
+    def wait(self, process: subprocess.Popen[bytes]) -> int | None:
+        """The exit code, or None if the process was killed first."""
+        if not self.total:
+            try:
+                return process.wait(timeout=self.rng.uniform(0.0, self.seconds))
+            except subprocess.TimeoutExpired:
+                return self._kill(process)
+        done = self.done()
+        self.points = [point for point in self.points if point > done]
+        if not self.points:
+            return process.wait()
+        at = self.points.pop(0)
+        while process.poll() is None:
+            if self.done() >= at:
+                return self._kill(process)
+            time.sleep(0.05)
+        return process.returncode
+
+    @staticmethod
+    def _kill(process: subprocess.Popen[bytes]) -> None:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        return None
+
+
+def kill_until_done(command: list[str], kills: int, killer: Killer, log: Path) -> tuple[int, int, int]:
+    """Run ``command``, killing it ``kills`` times as ``killer`` decides, then let it finish. Returns the kills,
+    those that landed mid-work (records done, more than before), and the runs; fails on an unexpected exit."""
+    killed = mid_work = runs = 0
+    while True:
+        runs += 1
+        before = killer.done()
+        with log.open("ab") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env())
+        code = killer.wait(process) if killed < kills else process.wait()
+        if code is None:
+            killed += 1
+            mid_work += before < killer.done()
+            continue
+        if code not in (0, 1):  # 1: findings at or over --fail-on
+            raise AssertionError(f"{command[1]} exited {code}; see {log}")
+        return killed, mid_work, runs
+
+
+def state_ids(state: Path) -> list[str]:
+    if not state.exists():
+        return []
+    with sqlite3.connect(state) as db:
+        try:
+            return [row[0] for row in db.execute("SELECT record_id FROM records")]
+        except sqlite3.OperationalError:  # killed before it made its tables
+            return []
+
+
+def _copied(state: Path) -> int:
+    try:
+        return int(json.loads(state.read_text())["copied"])
+    except (OSError, ValueError, KeyError):  # not written yet
+        return 0
+
+
+def copy_contents(store: str, collection: str) -> dict[str, Any]:
+    """A collection's sorted ids and one hash over every record's id, vector, document and metadata."""
+    got = chroma_client(Path(store)).get_collection(collection).get(include=["embeddings", "documents", "metadatas"])
+    digest = hashlib.sha256()
+    for i in np.argsort(got["ids"]):
+        digest.update(got["ids"][i].encode())
+        digest.update(np.asarray(got["embeddings"][i], dtype=np.float32).tobytes())
+        digest.update(json.dumps([got["documents"][i], got["metadatas"][i]], sort_keys=True).encode())
+    return {"ids": sorted(got["ids"]), "digest": digest.hexdigest()}
+
+
+def _fresh_copy_contents(store: Path, collection: str) -> dict[str, Any]:
+    """``copy_contents`` in a new process: a chromadb client made before other processes wrote the store
+    keeps a stale view of it."""
+    call = f"copy_contents({str(store)!r}, {collection!r})"
+    code = f"import json; from tests.faults.kill_resume import copy_contents; print(json.dumps({call}))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2]
+    )
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def _findings(report: Path) -> set[tuple[str, tuple[str, ...]]]:
+    data = json.loads(report.read_text())
+    return {(f["record_id"], tuple(sorted(f["pii_types"]))) for f in data["findings"]}
+
+
+def scan_outcome(
+    work: Path,
+    store: Path | str,
+    ids: Sequence[str],
+    kills: int,
+    seed: int,
+    *,
+    by_progress: bool = False,
+    collection: str = COLLECTION,
+) -> Outcome:
+    """The scan of an embedded store (a folder) or a server (a URL), killed and resumed, against a clean scan."""
+    log, outcome = work / "scan.log", Outcome("scan", len(ids))
+    before = tree_digest(store) if isinstance(store, Path) else None
+    started = time.monotonic()
+    _run(scan_command(store, work / "reference", collection=collection), log)
+    outcome.reference_seconds = round(time.monotonic() - started, 1)
+    state = work / "scan.sqlite"
+    killer = Killer(
+        np.random.default_rng(seed),
+        lambda: len(state_ids(state)),
+        outcome.reference_seconds,
+        by_progress * len(ids),
+        kills,
+    )
+    started = time.monotonic()
+    command = scan_command(store, work / "resumed", state, collection)
+    outcome.kills, outcome.kills_mid_work, outcome.runs = kill_until_done(command, kills, killer, log)
+    outcome.seconds = round(time.monotonic() - started, 1)
+
+    scanned = state_ids(state)
+    report = json.loads((work / "resumed" / "report.json").read_text())
+    problems = outcome.problems
+    if sorted(scanned) != sorted(ids):
+        missing, extra = set(ids) - set(scanned), set(scanned) - set(ids)
+        problems.append(f"state holds {len(scanned)} ids: {len(missing)} missing, {len(extra)} not in the store")
+    if report["summary"]["records_scanned"] != len(ids):
+        problems.append(f"report counts {report['summary']['records_scanned']} records scanned, not {len(ids)}")
+    flagged = [f["record_id"] for f in report["findings"]]
+    if len(flagged) != len(set(flagged)):
+        problems.append(f"{len(flagged) - len(set(flagged))} records reported twice")
+    reference, resumed = _findings(work / "reference" / "report.json"), _findings(work / "resumed" / "report.json")
+    if reference != resumed:
+        problems.append(f"findings differ from a clean scan: {len(reference ^ resumed)} records")
+    if isinstance(store, Path) and tree_digest(store) != before:
+        problems.append("the store's files changed")
+    return outcome
+
+
+def protect_outcome(
+    work: Path, store: Path, ids: Sequence[str], kills: int, seed: int, *, by_progress: bool = False
+) -> Outcome:
+    """`protect` (a keyed rotation, deterministic), killed and resumed, against a clean copy."""
+    base = ["protect", "--connector", "chroma", "--collection", COLLECTION, "--path", str(store)]
+    base += ["--transform", "rotation", "--strength", "1", "--batch-size", "128"]
+    log, outcome = work / "protect.log", Outcome("protect", len(ids))
+    started = time.monotonic()
+    _run(_cli(*base, "--to-collection", "reference"), log)
+    outcome.reference_seconds = round(time.monotonic() - started, 1)
+    state = work / "protect.state"
+    killer = Killer(
+        np.random.default_rng(seed + 1),
+        lambda: _copied(state),
+        outcome.reference_seconds,
+        by_progress * len(ids),
+        kills,
+    )
+    started = time.monotonic()
+    command = _cli(*base, "--to-collection", "resumed", "--state", str(state))
+    outcome.kills, outcome.kills_mid_work, outcome.runs = kill_until_done(command, kills, killer, log)
+    outcome.seconds = round(time.monotonic() - started, 1)
+
+    reference, resumed = (_fresh_copy_contents(store, name) for name in ("reference", "resumed"))
+    if resumed["ids"] != sorted(ids):
+        missing = len(set(ids) - set(resumed["ids"]))
+        outcome.problems.append(f"the resumed copy holds {len(resumed['ids'])} records ({missing} missing)")
+    elif resumed != reference:
+        outcome.problems.append("the resumed copy differs from a clean copy")
+    return outcome
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", type=Path, required=True, help="an empty folder for the store, states, reports")
+    parser.add_argument("--commands", default="scan,protect")
+    parser.add_argument("--by-progress", action="store_true", help="kill mid-work only (else at any time)")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    store = args.work / "store"
+    ids = build_store(store, args.records, args.seed)
+    outcomes = []
+    for command in args.commands.split(","):
+        run = scan_outcome if command == "scan" else protect_outcome
+        outcomes.append(run(args.work, store, ids, args.kills, args.seed, by_progress=args.by_progress))
+        print(json.dumps(asdict(outcomes[-1])), flush=True)
+    sys.exit(1 if any(o.problems for o in outcomes) else 0)
+
+
+if __name__ == "__main__":
+    main()

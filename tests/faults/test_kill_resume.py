@@ -1,0 +1,44 @@
+"""SIGKILL mid-work, then resume: the scan covers every record of the collection once and reports what a clean
+scan reports, the store is untouched, and an interrupted `protect` ends with the copy a clean run makes.
+
+Three kills a command here, each at a random point of the records done; BENCHMARKS.md ("Kill and resume")
+has the 20-kill runs over 20,000 records at random times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.faults.kill_resume import build_store, protect_outcome, scan_outcome
+
+RECORDS = 400
+KILLS = 3
+
+
+@pytest.fixture(scope="module")
+def fault_store(tmp_path_factory: pytest.TempPathFactory, model_cache) -> tuple[Path, list[str]]:
+    path = tmp_path_factory.mktemp("faults") / "store"
+    return path, build_store(path, RECORDS)
+
+
+def test_a_killed_scan_resumes_to_exactly_what_a_clean_scan_reports(fault_store, small_attacks, tmp_path: Path) -> None:
+    store, ids = fault_store
+    outcome = scan_outcome(tmp_path, store, ids, KILLS, seed=1, by_progress=True)
+    assert outcome.problems == [], outcome
+    assert outcome.kills_mid_work >= 1, outcome
+
+
+def test_a_killed_protect_resumes_to_exactly_a_clean_copy(fault_store, tmp_path: Path) -> None:
+    store, ids = fault_store
+    outcome = protect_outcome(tmp_path, store, ids, KILLS, seed=2, by_progress=True)
+    assert outcome.problems == [], outcome
+    assert outcome.kills_mid_work >= 1, outcome
+
+
+def test_a_killed_scan_of_a_chroma_server_resumes_exactly(chroma_server, small_attacks, tmp_path: Path) -> None:
+    ids = build_store(chroma_server, RECORDS, seed=3, collection="faults")
+    outcome = scan_outcome(tmp_path, chroma_server, ids, KILLS, seed=3, by_progress=True, collection="faults")
+    assert outcome.problems == [], outcome
+    assert outcome.kills_mid_work >= 1, outcome

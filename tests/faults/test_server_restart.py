@@ -1,0 +1,71 @@
+"""A store server that restarts mid-scan is retried with backoff and the scan completes; one that is gone for
+good stops the scan with a clear error, exit 2 and a state that resumes once the server is back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from tests.faults.kill_resume import build_store, cli_env, scan_command, state_ids
+from tests.helpers import ChromaServer
+
+RECORDS = 400
+PROGRESS = 128  # one committed batch: the scan is under way
+
+
+def _scan_under_way(
+    server: ChromaServer, tmp_path: Path, seed: int
+) -> tuple[list[str], Path, Path, subprocess.Popen[bytes]]:
+    """A store on ``server`` and a scan of it with a state, once its first batch is committed."""
+    ids = build_store(server.url, RECORDS, seed=seed)
+    state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
+    scan = _start(scan_command(server.url, tmp_path / "out", state), log)
+    deadline = time.monotonic() + 300
+    while len(state_ids(state)) < PROGRESS:
+        assert scan.poll() is None, "the scan ended before the server went away"
+        assert time.monotonic() < deadline, "the scan made no progress"
+        time.sleep(0.1)
+    return ids, state, log, scan
+
+
+def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env())
+
+
+def test_a_server_restart_mid_scan_is_retried_and_the_scan_completes(
+    server: ChromaServer, small_attacks, tmp_path: Path
+) -> None:
+    ids, state, log, scan = _scan_under_way(server, tmp_path, seed=4)
+    server.stop()
+    time.sleep(6)  # long enough for the scan to ask the stopped server for its next page
+    server.start()
+    assert scan.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
+    output = log.read_text()
+    assert "retry" in output, "the scan met the stopped server and retried"
+    assert sorted(state_ids(state)) == sorted(ids)
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["summary"]["records_scanned"] == RECORDS
+
+
+def test_a_server_gone_for_good_stops_the_scan_with_exit_2_and_a_state_that_resumes(
+    server: ChromaServer, small_attacks, tmp_path: Path
+) -> None:
+    ids, state, log, scan = _scan_under_way(server, tmp_path, seed=5)
+    server.stop()
+    assert scan.wait(timeout=300) == 2
+    output = log.read_text()
+    assert "Traceback" not in output and "is the server running?" in output, output[-3000:]
+    assert "run the same command again to resume" in " ".join(output.split())
+    done = state_ids(state)
+    assert PROGRESS <= len(done) < RECORDS
+
+    server.start()
+    resumed = _start(scan_command(server.url, tmp_path / "out", state), log)
+    assert resumed.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
+    assert sorted(state_ids(state)) == sorted(ids)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["summary"]["records_scanned"] == RECORDS
+    flagged = [finding["record_id"] for finding in report["findings"]]
+    assert len(flagged) == len(set(flagged))
