@@ -605,6 +605,56 @@ def evaluate_attacks(
     click.echo(json.dumps(metrics, indent=2))
 
 
+@main.command()
+@store_options
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors ('auto').")
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    default=2000,
+    show_default=True,
+    help="Records whose stored text is embedded again and compared with their vector.",
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the audit as JSON to this file.")
+@fail_on_option("high")
+@friendly_errors
+def audit(
+    connector_name: str,
+    collection: str,
+    path: Path | None,
+    url: str | None,
+    option: tuple[str, ...],
+    embedder: str,
+    sample: int,
+    out: Path | None,
+    fail_on: str,
+) -> None:
+    """Audit a collection's exposure (reads only): plain-http transport, raw embedder output, and vectors made
+    from text their payload redacts."""
+    from vdbguard.audit import audit_collection
+    from vdbguard.cache import write_json_atomic
+    from vdbguard.scan import resolve_embedder
+
+    location = redact_userinfo(str(path or url))
+    with _open_connector(connector_name, collection, path, url, option) as connector:
+        model = resolve_embedder(connector, embedder) or Embedder()
+        result = audit_collection(
+            connector, connector_name=connector_name, location=location, embedder=model, sample=sample
+        )
+    rows = [
+        (f.severity.value, f.check, f.message, f.fix) for f in sorted(result.findings, key=lambda f: -f.severity.rank)
+    ]
+    print_table(("severity", "check", "finding", "fix"), rows, title=f"vdbguard audit: {result.collection}")
+    for note in result.notes:
+        console.print(f"not checked: {escape(note)}")
+    if out is not None:
+        write_json_atomic(out, result.to_json(), indent=2)
+        console.print(f"audit written to {out}")
+    worst = result.worst
+    failing = fail_on != "never" and worst is not None and worst.rank >= Severity(fail_on).rank
+    sys.exit(EXIT_FINDINGS if failing else EXIT_CLEAN)
+
+
 class _TransformOption(click.Option):
     """``--transform`` whose help names the installed transforms that need a fit, labels or a key, read from
     the classes only when help is shown (so every other command skips loading them)."""

@@ -1,0 +1,72 @@
+"""`vdbguard audit`: raw vectors, vectors made from text their payload redacts, plain-http transport."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import chromadb
+from click.testing import CliRunner
+
+from tests.faults.kill_resume import tree_digest
+from vdbguard.audit import has_placeholder, transport_findings
+from vdbguard.cli import main
+
+CLEAN = [
+    "The printer on the third floor jams every morning.",
+    "Please renew the license for the design software.",
+    "Lunch is moved to the big meeting room on Thursday.",
+    "Ticket closed: the VPN works again after the update.",
+    "Call <PERSON> back about the invoice.",  # redacted, and embedded from the redacted text: fine
+    "The backup of the wiki finished without errors.",
+]
+REDACTED_AFTER_EMBEDDING = {  # payload text -> the text the vector was really made from
+    "Please call <PERSON> at <PHONE_NUMBER> about her biopsy.": "Please call Ana Souza at +55 11 5555 0101 about it.",
+    "[REDACTED] asked for a copy of his payslip.": "Bjarni Gislason asked for a copy of his payslip.",
+}
+EDITED = ("Meeting moved to Friday.", "The quarterly budget review is cancelled until further notice.")
+
+
+def _store(path: Path, embedder) -> None:
+    texts = CLEAN + list(REDACTED_AFTER_EMBEDDING) + [EDITED[0]]
+    sources = CLEAN + list(REDACTED_AFTER_EMBEDDING.values()) + [EDITED[1]]
+    collection = chromadb.PersistentClient(path=str(path)).create_collection("notes")
+    collection.add(
+        ids=[f"n{i}" for i in range(len(texts))], embeddings=embedder.encode(sources).tolist(), documents=texts
+    )
+
+
+def test_audit_finds_vectors_made_from_text_the_payload_redacts(embedder, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _store(store, embedder)
+    before = tree_digest(store)
+    out = tmp_path / "audit.json"
+    args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output  # a high finding
+    audit = json.loads(out.read_text())
+    by_check = {(f["check"], f["severity"]): f for f in audit["findings"]}
+    leaking = by_check["payload-vector consistency", "high"]
+    assert sorted(leaking["record_ids"]) == ["n6", "n7"]
+    assert by_check["payload-vector consistency", "low"]["record_ids"] == ["n8"]
+    assert "6 of 9" in by_check["raw vectors", "medium"]["message"]
+    assert audit["texts_checked"] == 9 and audit["notes"] == []
+    assert "Souza" not in out.read_text() + result.output, "the audit shows ids and cosines, never text"
+    assert tree_digest(store) == before
+
+
+def test_audit_of_vectors_another_model_made_says_what_it_could_not_check(embedder, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _store(store, embedder)
+    args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes"]
+    result = CliRunner().invoke(main, [*args, "--embedder", "all-mpnet-base-v2"])
+    assert result.exit_code == 0, result.output
+    assert "not checked" in result.output and "768" in result.output
+
+
+def test_placeholders_and_transport() -> None:
+    assert has_placeholder("Call <PERSON> at <PHONE_NUMBER>") and has_placeholder("[REDACTED] called")
+    assert not has_placeholder("Use <b>bold</b> and [1] citations") and not has_placeholder("a < b > c")
+    assert transport_findings("http://db.internal:6333")[0].severity.value == "medium"
+    assert transport_findings("https://db.internal:6333") == transport_findings("http://127.0.0.1:8000") == []
+    assert transport_findings("/data/chroma") == []
