@@ -13,11 +13,20 @@ from typing import IO, Any, TypeVar
 T = TypeVar("T")
 
 
+def private_dir(path: Path) -> Path:
+    """``path``, made if missing and owner-only (0700): trained models, calibrations and states describe the
+    stores they came from."""
+    path.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(PermissionError):  # a folder someone else set up is theirs to protect
+        path.chmod(0o700)
+    return path
+
+
 def cache_root() -> Path:
-    """``$VDBGUARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/vdbguard``, else ``~/.cache/vdbguard``."""
+    """``$VDBGUARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/vdbguard``, else ``~/.cache/vdbguard``; owner-only."""
     configured = os.environ.get("VDBGUARD_CACHE_DIR")
     base = Path(configured) if configured else Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "vdbguard"
-    return base.expanduser()
+    return private_dir(base.expanduser())
 
 
 @contextlib.contextmanager

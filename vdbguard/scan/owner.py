@@ -26,6 +26,7 @@ from vdbguard.attacks import Attack
 from vdbguard.attacks.alignment import AlignedAttack, load_mapping, ridge_map
 from vdbguard.attacks.base import l2_normalise
 from vdbguard.attacks.pii_probe import PiiProbeAttack
+from vdbguard.cache import private_dir
 from vdbguard.connectors.base import Connector
 from vdbguard.corpus import LabelledText
 from vdbguard.detectors.base import Detector
@@ -234,7 +235,7 @@ def has_saved_calibration(directory: Path) -> bool:
 
 def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerprint: str) -> None:
     """Keep the store-fitted probe, alignment and verdict for other collections made with the same embedder."""
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)
     for attack in calibrated.attacks:
         if isinstance(attack, StoreProbe):
             attack.save(directory / "probe")

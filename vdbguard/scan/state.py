@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import tempfile
 from collections import Counter
@@ -133,7 +134,21 @@ class RecordRow:
     problem: RecordProblem | None = None
 
 
-def storage_error(path: Path, exc: sqlite3.OperationalError) -> VdbguardError:
+def _create_owner_only(path: Path) -> None:
+    """A new state (findings, record ids) is made 0600 before SQLite first writes it: SQLite gives its -wal
+    and -shm files the database file's mode."""
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+def _make_owner_only(path: Path) -> None:
+    """An older state, once it proved to be one, made owner-only too."""
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            file.chmod(0o600)
+
+
+def storage_error(path: Path, exc: sqlite3.OperationalError | OSError) -> VdbguardError:
     """What the user can do when SQLite cannot read or write the state file (full disk, read-only folder, another
     run holding it); the file keeps its last committed batch either way."""
     if "locked" in str(exc):
@@ -158,11 +173,13 @@ class ScanStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            _create_owner_only(path)
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._check_schema()
-        except sqlite3.OperationalError as exc:
+            _make_owner_only(path)
+        except (sqlite3.OperationalError, OSError) as exc:
             raise storage_error(path, exc) from exc
         except sqlite3.DatabaseError as exc:
             raise VdbguardError(
