@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from vdbguard.records import VectorRecord
+
 COLLECTION = "tickets"
 ROTATION_KEY = "kill-resume-test-key-0123456789abcdef"
 
@@ -53,8 +55,8 @@ def chroma_client(where: Path | str) -> Any:
     return chromadb.HttpClient(host=parts.hostname or "127.0.0.1", port=parts.port or 8000)
 
 
-def build_store(where: Path | str, records: int, seed: int = 0, collection: str = COLLECTION) -> list[str]:
-    """A Chroma collection of ``records`` embedded sentences, one in four naming someone or a contact."""
+def store_records(records: int, seed: int = 0) -> list[VectorRecord]:
+    """``records`` embedded sentences, one in four naming someone or a contact."""
     from vdbguard.corpus import synthetic_pii
     from vdbguard.corpus.generator import synthetic_clean
     from vdbguard.embedders import Embedder
@@ -62,7 +64,14 @@ def build_store(where: Path | str, records: int, seed: int = 0, collection: str 
     pii = synthetic_pii(records // 4, seed=seed)
     texts = [item.text for item in pii] + [item.text for item in synthetic_clean(records - len(pii), seed=seed)]
     vectors = Embedder().encode(texts)
-    ids = [f"t-{i:06d}" for i in range(records)]
+    return [VectorRecord(id=f"t-{i:06d}", vector=vectors[i], text=texts[i]) for i in range(records)]
+
+
+def build_store(where: Path | str, records: int, seed: int = 0, collection: str = COLLECTION) -> list[str]:
+    """A Chroma collection of ``store_records``; their ids."""
+    made = store_records(records, seed)
+    ids, texts = [r.id for r in made], [r.text or "" for r in made]
+    vectors = np.stack([r.vector for r in made if r.vector is not None])
     stored = chroma_client(where).get_or_create_collection(collection, metadata={"hnsw:space": "cosine"})
     for start in range(0, records, 4096):
         end = start + 4096
@@ -87,10 +96,12 @@ def cli_env() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "VDBGUARD_TRANSFORM_KEY": ROTATION_KEY, "NO_COLOR": "1"}
 
 
-def scan_command(store: Path | str, out: Path, state: Path | None = None, collection: str = COLLECTION) -> list[str]:
+def scan_command(
+    store: Path | str, out: Path, state: Path | None = None, collection: str = COLLECTION, connector: str = "chroma"
+) -> list[str]:
     """`vdbguard scan` of an embedded store (a folder) or a server (a URL), small profile, JSON report."""
     where = ["--path", str(store)] if isinstance(store, Path) else ["--url", store]
-    command = ["scan", "--connector", "chroma", "--collection", collection, *where, "--profile", "small"]
+    command = ["scan", "--connector", connector, "--collection", collection, *where, "--profile", "small"]
     command += ["--format", "json", "--batch-size", "128", "--out", str(out)]
     return _cli(*command, *(["--state", str(state)] if state else []))
 

@@ -4,11 +4,14 @@ good stops the scan with a clear error, exit 2 and a state that resumes once the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
-from tests.faults.kill_resume import build_store, cli_env, scan_command, state_ids
+import pytest
+
+from tests.faults.kill_resume import build_store, cli_env, scan_command, state_ids, store_records
 from tests.helpers import ChromaServer
 
 RECORDS = 400
@@ -22,12 +25,16 @@ def _scan_under_way(
     ids = build_store(server.url, RECORDS, seed=seed)
     state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
     scan = _start(scan_command(server.url, tmp_path / "out", state), log)
+    _wait_for_progress(scan, state)
+    return ids, state, log, scan
+
+
+def _wait_for_progress(scan: subprocess.Popen[bytes], state: Path) -> None:
     deadline = time.monotonic() + 300
     while len(state_ids(state)) < PROGRESS:
         assert scan.poll() is None, "the scan ended before the server went away"
         assert time.monotonic() < deadline, "the scan made no progress"
         time.sleep(0.1)
-    return ids, state, log, scan
 
 
 def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -69,3 +76,40 @@ def test_a_server_gone_for_good_stops_the_scan_with_exit_2_and_a_state_that_resu
     assert report["summary"]["records_scanned"] == RECORDS
     flagged = [finding["record_id"] for finding in report["findings"]]
     assert len(flagged) == len(set(flagged))
+
+
+def test_a_postgresql_restart_mid_scan_is_retried_and_the_scan_completes(small_attacks, tmp_path: Path) -> None:
+    from vdbguard.connectors.pgvector import PgvectorConnector
+
+    from tests.connectors.contract.backend_pgvector import SCRIPT, USER, PgvectorServer
+
+    server = PgvectorServer(tmp_path / "pg")
+    try:
+        server.start()
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
+    try:
+        records = store_records(RECORDS, seed=7)
+        with PgvectorConnector(collection="tickets", url=server.url()) as writer:
+            writer.ensure_collection(384, "cosine")
+            writer.upsert(records)
+        state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
+        scan = _start(scan_command(server.url(), tmp_path / "out", state, connector="pgvector"), log)
+        _wait_for_progress(scan, state)
+        subprocess.run(["bash", str(SCRIPT), "stop", str(server.dir)], check=True, capture_output=True, timeout=120)
+        time.sleep(4)
+        credentials = {"PGVECTOR_USER": USER, "PGVECTOR_PASSWORD": server.password}
+        subprocess.run(
+            ["bash", str(SCRIPT), "start", str(server.dir), str(server.port)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            env={**os.environ, **credentials},
+        )
+        assert scan.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
+        output = log.read_text()
+        assert "retry" in output, "the scan met the stopped server and retried"
+        assert server.password not in output
+        assert sorted(state_ids(state)) == sorted(r.id for r in records)
+    finally:
+        server.stop()
