@@ -133,6 +133,10 @@ def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
     return analyzer
 
 
+MAX_CHARS = 200_000  # examined per text: 100 times what an embedder reads
+WINDOW, OVERLAP = 20_000, 200  # characters per analysis, and shared by neighbours so no value is cut in two
+
+
 class PresidioDetector(Detector):
     """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context."""
 
@@ -143,6 +147,15 @@ class PresidioDetector(Detector):
         self.analyzer = build_analyzer()
 
     def detect(self, text: str) -> list[Detection]:
+        """PII in the first ``MAX_CHARS`` characters, read in windows: spaCy refuses a text over a million
+        characters (a 10 MB payload stopped the whole scan), and an embedder reads only the first ~2,000."""
+        found: dict[tuple[int, int, PiiType], Detection] = {}
+        for start in range(0, min(len(text), MAX_CHARS), WINDOW - OVERLAP):
+            for detection in self._detect_window(text[start : start + WINDOW], start):
+                found.setdefault((detection.start, detection.end, detection.pii_type), detection)
+        return sorted(found.values(), key=lambda d: (d.start, d.end))
+
+    def _detect_window(self, text: str, offset: int) -> list[Detection]:
         if not text.strip():
             return []
         detections = []
@@ -160,8 +173,8 @@ class PresidioDetector(Detector):
                 Detection(
                     pii_type=pii_type,
                     value=text[result.start : result.end],
-                    start=result.start,
-                    end=result.end,
+                    start=offset + result.start,
+                    end=offset + result.end,
                     score=round(float(result.score), 4),
                     recognizer=str((result.recognition_metadata or {}).get("recognizer_name", entity)),
                 )
