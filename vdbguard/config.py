@@ -264,14 +264,18 @@ def load_job(path: Path) -> JobConfig:
         raise VdbguardError(f"cannot read {path}: {exc.strerror}", "check the --config path") from exc
     except tomllib.TOMLDecodeError as exc:
         raise VdbguardError(f"{path} is not valid TOML: {exc}", "fix the syntax at that line") from exc
+    return parse_job(data, str(path)).model_copy(update={"base_dir": path.resolve().parent})
+
+
+def parse_job(data: dict[str, Any], source: str) -> JobConfig:
+    """A parsed job file validated; every problem named with its location, whatever the values."""
     try:
-        config = JobConfig.model_validate(data)
+        return JobConfig.model_validate(data)
     except ValidationError as exc:
         raise VdbguardError(
-            f"{path} has {exc.error_count()} problem(s):\n" + describe_errors(exc),
+            f"{source} has {exc.error_count()} problem(s):\n" + describe_errors(exc),
             "`vdbguard config init` writes a commented example",
         ) from exc
-    return config.model_copy(update={"base_dir": path.resolve().parent})
 
 
 def describe_errors(exc: ValidationError) -> str:
