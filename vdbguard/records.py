@@ -40,10 +40,13 @@ class VectorRecord:
         """The record's stored text, if the store keeps it beside the vector."""
         return self.text or payload_text(self.payload)
 
-    def checked_vector(self, dimension: int | None = None) -> np.ndarray:
-        """The vector as float32, or a RecordError naming this record and what is wrong with it."""
+    def checked_vector(self, dimension: int | None = None, *, attackable: bool = False) -> np.ndarray:
+        """The vector as float32, or a RecordError naming this record and what is wrong with it. ``attackable``
+        also refuses an all-zero vector: no embedder makes one, and it holds nothing to recover."""
         if self.vector is None:
-            raise RecordError(self.id, "vector", "is missing")
+            others = ", ".join(sorted(self.named_vectors))
+            held = f" (the record holds only {others}: the connector's vector_name picks one)" if others else ""
+            raise RecordError(self.id, "vector", f"is missing{held}")
         vector = np.asarray(self.vector, dtype=np.float32)
         if vector.ndim != 1 or vector.size == 0:
             raise RecordError(self.id, "vector", f"has shape {vector.shape}, expected a flat list of floats")
@@ -51,6 +54,8 @@ class VectorRecord:
             raise RecordError(self.id, "vector", f"has dimension {vector.size} but the embedder produces {dimension}")
         if not np.all(np.isfinite(vector)):
             raise RecordError(self.id, "vector", "contains NaN or infinite values")
+        if attackable and not vector.any():
+            raise RecordError(self.id, "vector", "is all zeros (a placeholder?): nothing to attack")
         return vector
 
 

@@ -127,7 +127,7 @@ class Scanner:
         rows, usable, vectors = [], [], []
         for record in records:
             try:
-                vectors.append(record.checked_vector(self.dimension))
+                vectors.append(record.checked_vector(self.dimension, attackable=True))
                 usable.append(record)
             except RecordError as exc:
                 problem = RecordProblem(record_id=exc.record_id, field=exc.field, problem=exc.problem)

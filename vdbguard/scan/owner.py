@@ -106,7 +106,7 @@ def labelled_sample(
         if record.source_text is None:
             continue
         with contextlib.suppress(RecordError):  # the scan itself reports bad records
-            record.checked_vector(dimension)
+            record.checked_vector(dimension, attackable=True)
             records.append(record)
         if len(records) >= limit:
             break
