@@ -88,7 +88,7 @@ def tree_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _cli(*args: str) -> list[str]:
+def vdbguard_command(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "vdbguard"), *args]
 
 
@@ -103,7 +103,7 @@ def scan_command(
     where = ["--path", str(store)] if isinstance(store, Path) else ["--url", store]
     command = ["scan", "--connector", connector, "--collection", collection, *where, "--profile", "small"]
     command += ["--format", "json", "--batch-size", "128", "--out", str(out)]
-    return _cli(*command, *(["--state", str(state)] if state else []))
+    return vdbguard_command(*command, *(["--state", str(state)] if state else []))
 
 
 def _run(command: list[str], log: Path) -> int:
@@ -272,7 +272,7 @@ def protect_outcome(
     base += ["--transform", "rotation", "--strength", "1", "--batch-size", "128"]
     log, outcome = work / "protect.log", Outcome("protect", len(ids))
     started = time.monotonic()
-    _run(_cli(*base, "--to-collection", "reference"), log)
+    _run(vdbguard_command(*base, "--to-collection", "reference"), log)
     outcome.reference_seconds = round(time.monotonic() - started, 1)
     state = work / "protect.state"
     killer = Killer(
@@ -283,7 +283,7 @@ def protect_outcome(
         kills,
     )
     started = time.monotonic()
-    command = _cli(*base, "--to-collection", "resumed", "--state", str(state))
+    command = vdbguard_command(*base, "--to-collection", "resumed", "--state", str(state))
     outcome.kills, outcome.kills_mid_work, outcome.runs = kill_until_done(command, kills, killer, log)
     outcome.seconds = round(time.monotonic() - started, 1)
 
