@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import chromadb
+import numpy as np
 from click.testing import CliRunner
 
 from tests.faults.kill_resume import tree_digest
@@ -27,13 +28,15 @@ REDACTED_AFTER_EMBEDDING = {  # payload text -> the text the vector was really m
 EDITED = ("Meeting moved to Friday.", "The quarterly budget review is cancelled until further notice.")
 
 
-def _store(path: Path, embedder) -> None:
+def _store(path: Path, embedder, dimension: int | None = None) -> None:
+    """The notes store; with ``dimension``, vectors padded to it, as a model the audit cannot run would make."""
     texts = CLEAN + list(REDACTED_AFTER_EMBEDDING) + [EDITED[0]]
     sources = CLEAN + list(REDACTED_AFTER_EMBEDDING.values()) + [EDITED[1]]
+    vectors = embedder.encode(sources)
+    if dimension is not None:
+        vectors = np.pad(vectors, ((0, 0), (0, dimension - vectors.shape[1])))
     collection = chromadb.PersistentClient(path=str(path)).create_collection("notes")
-    collection.add(
-        ids=[f"n{i}" for i in range(len(texts))], embeddings=embedder.encode(sources).tolist(), documents=texts
-    )
+    collection.add(ids=[f"n{i}" for i in range(len(texts))], embeddings=vectors.tolist(), documents=texts)
 
 
 def test_audit_finds_vectors_made_from_text_the_payload_redacts(embedder, tmp_path: Path) -> None:
@@ -57,9 +60,9 @@ def test_audit_finds_vectors_made_from_text_the_payload_redacts(embedder, tmp_pa
 
 def test_audit_of_vectors_another_model_made_says_what_it_could_not_check(embedder, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    _store(store, embedder)
+    _store(store, embedder, dimension=768)
     args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes"]
-    result = CliRunner().invoke(main, [*args, "--embedder", "all-mpnet-base-v2"])
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "not checked" in result.output and "768" in result.output
 

@@ -465,6 +465,18 @@ def test_selective_policy_fails_closed_without_text(qdrant: Any) -> None:
     assert raised.value.record_id == "2" and raised.value.field == "text"
     assert qdrant.count("plain").count == 1
 
+    class ShortSighted(Detector):  # reads 10 characters: a longer text's tail would go unexamined
+        name = "short-sighted"
+        max_chars = 10
+
+        def detect(self, text: str) -> list:
+            return []
+
+    guarded = guard(qdrant, Offset(1.0), policy=ProtectFlagged(ShortSighted()))
+    with pytest.raises(RecordError, match="examines at most 10") as raised:
+        guarded.upsert("plain", [models.PointStruct(id=3, vector=vectors[1].tolist(), payload={"text": "x" * 11})])
+    assert raised.value.record_id == "3" and qdrant.count("plain").count == 1
+
 
 # -- Pinecone (official SDK against the REST double) -----------------------------------------------------
 

@@ -22,9 +22,19 @@ class Detection:
 
 class Detector(ABC):
     name: ClassVar[str]
+    max_chars: ClassVar[int | None] = None  # read per text; the rest is not examined
 
     @abstractmethod
     def detect(self, text: str) -> list[Detection]: ...
+
+    def detect_whole(self, text: str) -> list[Detection]:
+        """PII in all of ``text``, or ValueError: the write path must not pass on a tail nobody read."""
+        if self.max_chars is not None and len(text) > self.max_chars:
+            raise ValueError(
+                f"is {len(text):,} characters and {self.name} examines at most {self.max_chars:,}: "
+                "split it into chunks before embedding"
+            )
+        return self.detect(text)
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         return [self.detect(text) for text in texts]

@@ -141,6 +141,7 @@ class PresidioDetector(Detector):
     """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context."""
 
     name: ClassVar[str] = "presidio"
+    max_chars: ClassVar[int | None] = MAX_CHARS
 
     def __init__(self, min_score: float = 0.4) -> None:
         self.min_score = min_score
@@ -150,7 +151,7 @@ class PresidioDetector(Detector):
         """PII in the first ``MAX_CHARS`` characters, read in windows: spaCy refuses a text over a million
         characters (a 10 MB payload stopped the whole scan), and an embedder reads only the first ~2,000."""
         found: dict[tuple[int, int, PiiType], Detection] = {}
-        for start in range(0, min(len(text), MAX_CHARS), WINDOW - OVERLAP):
+        for start in range(0, min(len(text), self.max_chars or len(text)), WINDOW - OVERLAP):
             for detection in self._detect_window(text[start : start + WINDOW], start):
                 found.setdefault((detection.start, detection.end, detection.pii_type), detection)
         return sorted(found.values(), key=lambda d: (d.start, d.end))

@@ -123,7 +123,7 @@ class ProtectFlagged(Policy):
 
     def _detect(self, record_id: str, what: str, text: str) -> set[str]:
         try:
-            return {d.pii_type.value for d in self.detector.detect(text)}
+            return {d.pii_type.value for d in self.detector.detect_whole(text)}
         except Exception as exc:
             raise RecordError(record_id, what, f"could not be checked for PII: {type(exc).__name__}: {exc}") from exc
 

@@ -161,7 +161,7 @@ class Redactor:
     def redact(self, text: str) -> str:
         from presidio_anonymizer.entities import RecognizerResult
 
-        detections = [d for d in self.detector.detect(text) if self.types is None or d.pii_type in self.types]
+        detections = [d for d in self.detector.detect_whole(text) if self.types is None or d.pii_type in self.types]
         if not detections:
             return text
         results = [
