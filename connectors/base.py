@@ -42,6 +42,12 @@ class Connector(ABC):
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Insert or fully replace records (payload keys absent from the new record are removed)."""
 
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete the records with these ids (absent ids are ignored): only ``subject erase`` calls it."""
+        raise NotImplementedError(
+            f"the {self.name} connector cannot delete records; delete them with the store's own client"
+        )
+
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         """Create the collection if it does not exist (for hooks and ``protect``); never alters an existing one."""
         raise NotImplementedError(f"the {self.name} connector cannot create collections")

@@ -11,15 +11,17 @@ from urllib.parse import urlsplit
 import chromadb
 import httpx
 import numpy as np
-from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
+from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 from chromadb.errors import NotFoundError
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import (
     EmbeddedStore,
     ServerStore,
     StoreCalls,
+    Tls,
     http_status_is_transient,
     require_path_or_url,
+    tls_hint,
 )
 
 from vdbguard.credentials import redact_url
@@ -45,7 +47,8 @@ class ChromaConnector(StoreCalls, Connector):
     drops the current snapshot so that later reads see the new rows.
 
     Server mode reads and writes through ``chromadb.HttpClient``; ``headers`` (e.g. auth tokens) are
-    sent with every request and never logged or put in error messages.
+    sent with every request and never logged or put in error messages. Over https the server's
+    certificate is verified: ``tls_verify`` is True (the system's CAs), a CA file, or False (warned).
 
     Cursors are ``"offset:N"``. Offsets are positional (Chroma's ``get(limit, offset)``), so rows
     inserted or deleted while a scan is running, or between a scan and its resumption, shift the
@@ -72,6 +75,7 @@ class ChromaConnector(StoreCalls, Connector):
         snapshot: bool = True,
         create: bool = False,
         metric: str = "l2",
+        tls_verify: bool | str = True,
     ) -> None:
         require_path_or_url(
             "chroma", path, url, "pass path=DIR for an embedded store or url=http://HOST:PORT for a `chroma run` server"
@@ -87,7 +91,7 @@ class ChromaConnector(StoreCalls, Connector):
             self._store = _Local(Path(path).expanduser(), snapshot, create, tenant, database)
         else:
             assert url is not None
-            self._store = _Server(url, dict(headers) if headers else None, tenant, database)
+            self._store = _Server(url, dict(headers) if headers else None, tenant, database, tls_verify)
         self.location = self._store.location
         self._read_col: Any = None
         self._write_col: Any = None
@@ -227,6 +231,11 @@ class ChromaConnector(StoreCalls, Connector):
             if len(ids) < batch_size:
                 return
 
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._call("delete", self._writer().delete, ids=list(ids))
+            self._drop_snapshot()
+
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Write ``records``, each replacing any stored row with its id entirely.
 
@@ -277,7 +286,9 @@ class ChromaConnector(StoreCalls, Connector):
 class _Server(ServerStore):
     """A ``chroma run`` server."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None, tenant: str, database: str) -> None:
+    def __init__(
+        self, url: str, headers: dict[str, str] | None, tenant: str, database: str, tls_verify: bool | str
+    ) -> None:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         shown = redact_url(url)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
@@ -294,8 +305,12 @@ class _Server(ServerStore):
         self._headers = headers
         self._tenant = tenant
         self._database = database
+        self._tls = Tls(tls_verify, self.location) if self._ssl else None
 
     def _connect(self) -> Any:
+        settings = Settings(anonymized_telemetry=False)
+        if self._tls is not None:
+            settings.chroma_server_ssl_verify = self._tls.ca_file or self._tls.verify
         try:
             return chromadb.HttpClient(
                 host=self._host,
@@ -304,11 +319,12 @@ class _Server(ServerStore):
                 headers=self._headers,
                 tenant=self._tenant,
                 database=self._database,
+                settings=settings,
             )
         except Exception as exc:
             raise ConnectorError(
                 f"cannot connect to Chroma at {self.location}: {type(exc).__name__}: {exc}",
-                f"{_START_HINT}; check the URL, tenant/database and auth headers",
+                f"{_START_HINT}; check the URL, tenant/database and auth headers{tls_hint(exc)}",
             ) from exc
 
 

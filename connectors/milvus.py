@@ -18,6 +18,7 @@ from vdbguard.connectors.support import (
     EmbeddedStore,
     ServerStore,
     StoreCalls,
+    Tls,
     close_quietly,
     metric_name,
     require_path_or_url,
@@ -101,6 +102,7 @@ class MilvusConnector(StoreCalls, Connector):
         snapshot: bool | str = True,
         load: bool | str = False,
         timeout: float | str = 10.0,
+        tls_verify: bool | str = True,
     ) -> None:
         require_path_or_url(
             "milvus", path, url, "pass path=FILE.db for Milvus Lite or url=http://HOST:19530 for a server"
@@ -122,6 +124,7 @@ class MilvusConnector(StoreCalls, Connector):
         else:
             assert url is not None
             self._store = _Server(url, self._token, db_name, self.timeout, self._failed)
+            Tls(tls_verify, self._store.location).system_roots_only("milvus", "no CA file is passed to pymilvus yet")
         self.location = self._store.location
         self._schemas: dict[int, _Schema] = {}
 

@@ -19,7 +19,7 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.support import StoreCalls, metric_name
+from vdbguard.connectors.support import StoreCalls, Tls, log, metric_name, tls_hint
 
 from vdbguard.credentials import scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
@@ -58,6 +58,32 @@ class _Table:
     payload: _Column | None
     others: tuple[_Column, ...]
     metrics: dict[str, str]  # vector column -> index operator class
+
+
+_UNVERIFIED_SSLMODES = ("disable", "allow", "prefer", "require")
+
+
+def _tls_settings(params: dict[str, Any], host: str, tls: Tls) -> dict[str, str]:
+    """libpq settings for ``tls``: a server off this machine is verified against the system's CAs
+    (``sslmode=verify-full``) unless the URL sets ``sslmode`` itself; a CA file is the root to verify against."""
+    sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE") or "")
+    local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
+    if not tls.verify:
+        return {}
+    if tls.ca_file:
+        if sslmode in _UNVERIFIED_SSLMODES:
+            raise VdbguardError(
+                f"sslmode={sslmode} in the URL turns certificate checks off, but a CA file was given",
+                "drop sslmode from the URL (or set it to verify-full)",
+            )
+        return {"sslmode": sslmode or "verify-full", "sslrootcert": tls.ca_file}
+    if sslmode:
+        if sslmode in _UNVERIFIED_SSLMODES and not local:
+            log.warning("sslmode=%s does not verify the certificate of %s: use sslmode=verify-full", sslmode, host)
+        return {}
+    if local:
+        return {}
+    return {"sslmode": "verify-full", **({} if params.get("sslrootcert") else {"sslrootcert": "system"})}
 
 
 class PgvectorConnector(StoreCalls, Connector):
@@ -129,6 +155,7 @@ class PgvectorConnector(StoreCalls, Connector):
         payload_column: str | None = None,
         metric: str | None = None,
         connect_timeout: int | str = 5,
+        tls_verify: bool | str = True,
     ) -> None:
         self.collection_name = collection
         self.id_column = id_column
@@ -150,6 +177,7 @@ class PgvectorConnector(StoreCalls, Connector):
         database = str(params.get("dbname") or os.environ.get("PGDATABASE") or params.get("user") or "")
         self._user = str(params.get("user") or os.environ.get("PGUSER") or "")
         self.location = f"{host}:{port}/{database}" if database else f"{host}:{port}"
+        self._tls = _tls_settings(params, host, Tls(tls_verify, self.location))
         self._conn: psycopg.Connection | None = None
         self._connected_once = False
         self._table: _Table | None = None
@@ -160,7 +188,11 @@ class PgvectorConnector(StoreCalls, Connector):
         if self._conn is not None and not self._conn.closed:
             return self._conn
         conn = psycopg.connect(
-            self._conninfo, connect_timeout=self._connect_timeout, application_name="vdbguard", autocommit=False
+            self._conninfo,
+            connect_timeout=self._connect_timeout,
+            application_name="vdbguard",
+            autocommit=False,
+            **self._tls,
         )
         conn.read_only = True  # every transaction this connector opens is READ ONLY unless it writes
         self._conn = conn
@@ -225,7 +257,10 @@ class PgvectorConnector(StoreCalls, Connector):
                 "check the user and password in the URL (or PGUSER/PGPASSWORD, ~/.pgpass)",
             )
         if exc.sqlstate is None and isinstance(exc, psycopg.OperationalError) and not self._connected_once:
-            return ConnectorError(f"cannot connect to PostgreSQL at {self.location}: {detail}", _START_HINT)
+            hint = _START_HINT + tls_hint(exc)
+            if "does not support SSL" in detail:
+                hint = "the server offers no TLS: enable ssl on it, or pass --insecure on a trusted network"
+            return ConnectorError(f"cannot connect to PostgreSQL at {self.location}: {detail}", hint)
         if exc.sqlstate == "42501":
             return ConnectorError(
                 f"{self._where(what)} was refused: {detail}",
@@ -514,6 +549,21 @@ class PgvectorConnector(StoreCalls, Connector):
                     cur.executemany(statement, rows)
 
         self._run("upsert", write, write=True)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete the rows with these ids in one transaction."""
+        if not ids:
+            return
+        table = self._layout()
+        statement = sql.SQL("DELETE FROM {t} WHERE {id} = CAST(%s AS {type})").format(
+            t=table.ident, id=sql.Identifier(table.id.name), type=sql.SQL(table.id.type)
+        )
+
+        def write(conn: psycopg.Connection) -> None:
+            with conn.cursor() as cur:
+                cur.executemany(statement, [[record_id] for record_id in ids])
+
+        self._run("delete", write, write=True)
 
     @staticmethod
     def _upsert_statement(table: _Table, writable: Sequence[_Column], present: Sequence[str]) -> sql.Composable:

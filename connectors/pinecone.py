@@ -14,7 +14,15 @@ from urllib.parse import urlsplit
 import numpy as np
 from pinecone import Pinecone, ServerlessSpec
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.support import StoreCalls, close_quietly, http_status_is_transient, metric_name, store_metric
+from vdbguard.connectors.support import (
+    StoreCalls,
+    Tls,
+    close_quietly,
+    http_status_is_transient,
+    metric_name,
+    store_metric,
+    tls_hint,
+)
 
 from vdbguard.credentials import scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
@@ -97,6 +105,7 @@ class PineconeConnector(StoreCalls, Connector):
         region: str = "us-east-1",
         probe_timeout: float | str = 5.0,
         create_timeout: int | str = 300,
+        tls_verify: bool | str = True,
     ) -> None:
         self.collection_name = collection
         self._api_key = str(api_key or os.environ.get("PINECONE_API_KEY") or "")  # the CLI may pass numbers
@@ -115,6 +124,7 @@ class PineconeConnector(StoreCalls, Connector):
         self.region = region
         self.probe_timeout = float(probe_timeout)
         self.create_timeout = int(create_timeout)
+        self._tls = Tls(tls_verify, self.control_url)
         self._sdk: Any = None
         self._index: Any = None
         self._probed: set[str] = set()
@@ -124,7 +134,12 @@ class PineconeConnector(StoreCalls, Connector):
     def _client(self) -> Any:
         if self._sdk is None:
             try:
-                self._sdk = Pinecone(api_key=self._api_key, host=self.control_url)
+                self._sdk = Pinecone(
+                    api_key=self._api_key,
+                    host=self.control_url,
+                    ssl_verify=self._tls.verify,
+                    ssl_ca_certs=self._tls.ca_file,
+                )
             except Exception as exc:
                 raise VdbguardError(
                     f"cannot set up the Pinecone client: {type(exc).__name__}: {self._scrub(str(exc))}",
@@ -192,7 +207,7 @@ class PineconeConnector(StoreCalls, Connector):
             return ConnectorError(
                 f"cannot reach Pinecone for {what} on index {self.collection_name!r} "
                 f"({self.control_url if self._host is None else self._host}): {type(exc).__name__}",
-                "check the url and host options and your network",
+                "check the url and host options and your network" + tls_hint(exc),
             )
         shown = f"HTTP {status}: " if status else ""
         return ConnectorError(

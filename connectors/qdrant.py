@@ -20,9 +20,11 @@ from vdbguard.connectors.qdrant_layout import PointsConnector, VectorLayout, dis
 from vdbguard.connectors.support import (
     EmbeddedStore,
     ServerStore,
+    Tls,
     as_bool,
     http_status_is_transient,
     require_path_or_url,
+    tls_hint,
 )
 
 from vdbguard.credentials import redact_url, scrub
@@ -94,6 +96,7 @@ class QdrantConnector(PointsConnector):
         vector_name: str | None = None,
         snapshot: bool | str = True,
         timeout: int | str = 10,
+        tls_verify: bool | str = True,
     ) -> None:
         require_path_or_url(
             "qdrant",
@@ -116,7 +119,7 @@ class QdrantConnector(PointsConnector):
         else:
             assert url is not None
             key = api_key if api_key is not None else os.environ.get("QDRANT_API_KEY")
-            self._store = _Server(url, str(key) if key else None, self.timeout)
+            self._store = _Server(url, str(key) if key else None, self.timeout, tls_verify)
         self.location = self._store.location
         self._read_layout: VectorLayout | None = None
         self._write_layout: VectorLayout | None = None
@@ -168,6 +171,10 @@ class QdrantConnector(PointsConnector):
         client, name = handle
         self._call("upsert", client.upsert, name, points=points, wait=True)
 
+    def _delete_points(self, handle: tuple[QdrantClient, str], point_ids: list[int | str]) -> None:
+        client, name = handle
+        self._call("delete", client.delete, name, points_selector=models.PointIdsList(points=point_ids), wait=True)
+
     def _mode(self, layout: VectorLayout) -> tuple[str, bool, bool]:
         return self._store.mode, self._store.remote and layout.distance == "Cosine", self._store.snapshot
 
@@ -213,7 +220,7 @@ class QdrantConnector(PointsConnector):
         if isinstance(source, httpx.TransportError):
             return ConnectorError(
                 f"cannot reach Qdrant at {self.location}: {type(source).__name__}: {self._scrub(str(source))}",
-                _SERVER_HINT,
+                _SERVER_HINT + tls_hint(source),
             )
         if not self._store.remote and isinstance(exc, ValueError) and "not found" in str(exc):
             return self._not_found()
@@ -252,7 +259,7 @@ class _Server(ServerStore):
 
     mode = "server"
 
-    def __init__(self, url: str, api_key: str | None, timeout: int) -> None:
+    def __init__(self, url: str, api_key: str | None, timeout: int, tls_verify: bool | str) -> None:
         self._api_key = api_key
         self._timeout = timeout
         parts = urlsplit(url if "://" in url else f"http://{url}")
@@ -266,6 +273,7 @@ class _Server(ServerStore):
         self._loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
         self.location = f"{parts.scheme}://{host}:{port}{parts.path.rstrip('/')}"  # no userinfo, no query
+        self._tls = Tls(tls_verify, self.location) if parts.scheme == "https" else None
 
     def scrub(self, text: str) -> str:
         return scrub(text, [self._api_key])
@@ -281,6 +289,7 @@ class _Server(ServerStore):
                     timeout=self._timeout,
                     prefer_grpc=False,
                     check_compatibility=False,
+                    **({"verify": self._tls.context()} if self._tls is not None else {}),
                 )
         except Exception as exc:
             raise ConnectorError(f"cannot set up a Qdrant client for {self.location}: {self.scrub(str(exc))}") from exc

@@ -184,6 +184,9 @@ class QdrantEdgeConnector(PointsConnector):
     def _write_points(self, shard: Any, points: list[Any]) -> None:
         self._call("upsert", shard.update, qdrant_edge.UpdateOperation.upsert_points(points))
 
+    def _delete_points(self, shard: Any, point_ids: list[int | str]) -> None:
+        self._call("delete", shard.update, qdrant_edge.UpdateOperation.delete_points(point_ids))
+
     def _flush(self, shard: Any) -> None:
         """Writes are flushed before ``upsert`` returns."""
         self._call("flush", shard.flush)

@@ -179,6 +179,9 @@ class PointsConnector(StoreCalls, Connector):
     @abstractmethod
     def _write_points(self, handle: Any, points: list[Any]) -> None: ...
 
+    @abstractmethod
+    def _delete_points(self, handle: Any, point_ids: list[int | str]) -> None: ...
+
     def _flush(self, handle: Any) -> None:
         pass
 
@@ -225,6 +228,14 @@ class PointsConnector(StoreCalls, Connector):
             if next_id is None:
                 return
             offset = next_id if isinstance(next_id, int) else str(next_id)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        handle, _ = self._writing()
+        self._delete_points(handle, [point_id_of(record_id) for record_id in ids])
+        self._flush(handle)
+        self._drop_snapshot()
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Write ``records``; each replaces the stored point with its id entirely (payload and vectors)."""

@@ -10,6 +10,7 @@ import logging
 import os
 import random
 import shutil
+import ssl
 import tempfile
 import time
 import weakref
@@ -103,7 +104,11 @@ class StoreCalls:
             # before the first answer, fail fast (a wrong URL); after it, wait out a restart: 10-20 s in all
             attempts, max_delay = (8, 8.0) if self.reached else (5, 5.0)
             result = with_retries(
-                call, is_transient=self._transient, what=f"{self.store} {what}", attempts=attempts, max_delay=max_delay
+                call,
+                is_transient=lambda exc: self._transient(exc) and not certificate_refused(exc),
+                what=f"{self.store} {what}",
+                attempts=attempts,
+                max_delay=max_delay,
             )
             self.reached = True
             return result
@@ -360,3 +365,71 @@ def as_bool(value: bool | str, option: str) -> bool:
     if text in ("0", "false", "no", "off"):
         return False
     raise VdbguardError(f"option {option}={value!r} is not a boolean", "use true or false")
+
+
+# -- TLS ---------------------------------------------------------------------------------------------
+
+
+class Tls:
+    """How a server connector checks the server's certificate: ``tls_verify`` is True (the system's CAs),
+    a PEM file of a private CA (verification stays on), or False (off: logged as a warning)."""
+
+    def __init__(self, tls_verify: bool | str | Path, location: str) -> None:
+        value: bool | str = tls_verify if isinstance(tls_verify, bool) else str(tls_verify)
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            value = as_bool(value, "tls_verify")
+        self.ca_file: str | None = None
+        if isinstance(value, str):
+            path = Path(value).expanduser()
+            try:
+                ssl.create_default_context(cafile=str(path))
+            except (OSError, ssl.SSLError) as exc:
+                raise VdbguardError(
+                    f"tls_verify={value!r} is not a readable PEM file of CA certificates ({type(exc).__name__})",
+                    "pass the CA that signed the server's certificate (--ca-cert FILE), or true for the system's CAs",
+                ) from exc
+            self.ca_file = str(path)
+        self.verify = value is not False
+        if not self.verify:
+            log.warning(
+                "TLS certificate verification is OFF for %s: anyone on the network path can read the vectors "
+                "and pose as the store; pass --ca-cert FILE instead to trust a private CA",
+                location,
+            )
+
+    def system_roots_only(self, store: str, why: str) -> None:
+        """For clients that can only verify against the system's CAs: refuse anything else, saying why."""
+        if self.ca_file or not self.verify:
+            raise VdbguardError(
+                f"the {store} connector verifies TLS against the system's CAs only ({why})",
+                "add your CA to the system's store (update-ca-certificates) and leave out --ca-cert/--insecure",
+            )
+
+    def context(self) -> ssl.SSLContext | bool:
+        """What httpx-based clients take as ``verify``."""
+        if not self.verify:
+            return False
+        return ssl.create_default_context(cafile=self.ca_file)
+
+    def ca_pem(self) -> bytes | None:
+        """The private CA's certificates, for gRPC channels (None: the system's roots)."""
+        return Path(self.ca_file).read_bytes() if self.ca_file else None
+
+
+def certificate_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a failed certificate check: never worth retrying."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError) or "certificate verify failed" in str(current).lower():
+            return True
+        current = current.__cause__ or current.__context__ or getattr(current, "source", None)
+    return False
+
+
+def tls_hint(exc: BaseException) -> str:
+    """An extra hint when a connection failed on the server's certificate."""
+    if certificate_refused(exc):
+        return "; the server's TLS certificate was not trusted: give the CA that signed it with --ca-cert FILE"
+    return ""

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import weaviate
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.support import StoreCalls, http_status_is_transient, metric_name
+from vdbguard.connectors.support import StoreCalls, Tls, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.tenants import Tenant, TenantActivityStatus
@@ -109,6 +109,7 @@ class WeaviateConnector(StoreCalls, Connector):
         multi_tenancy: bool | str | None = None,
         timeout: float | str = 60.0,
         connect_timeout: float | str = 5.0,
+        tls_verify: bool | str = True,
     ) -> None:
         if not collection:
             raise VdbguardError("the weaviate connector needs a collection name")
@@ -121,6 +122,7 @@ class WeaviateConnector(StoreCalls, Connector):
         self._api_key = api_key or os.environ.get("WEAVIATE_API_KEY") or None
         self._headers = dict(headers) if headers else None
         self._parse_urls(url, grpc_port, grpc_url)
+        Tls(tls_verify, self.location).system_roots_only("weaviate", "weaviate-client takes no CA file for REST")
         self._client: Any = None
         self._created_here: tuple[str, tuple[str, ...]] | None = None
 

@@ -73,3 +73,45 @@ def test_placeholders_and_transport() -> None:
     assert transport_findings("http://db.internal:6333")[0].severity.value == "medium"
     assert transport_findings("https://db.internal:6333") == transport_findings("http://127.0.0.1:8000") == []
     assert transport_findings("/data/chroma") == []
+
+
+def test_an_embedded_store_other_users_can_read_is_a_finding(embedder, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _store(store, embedder)
+    for path in (store, *store.rglob("*")):
+        path.chmod(path.stat().st_mode | 0o004 | (0o001 if path.is_dir() else 0))
+    args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
+    out = tmp_path / "open.json"
+    assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+    (access,) = [f for f in json.loads(out.read_text())["findings"] if f["check"] == "access"]
+    assert access["severity"] == "medium" and "chmod -R o-rwx" in access["fix"]
+    for path in (store, *store.rglob("*")):
+        path.chmod(path.stat().st_mode & ~0o007)
+    assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+    assert [f for f in json.loads(out.read_text())["findings"] if f["check"] == "access"] == []
+
+
+def test_a_server_that_serves_vectors_without_credentials_is_a_high_finding(tmp_path: Path) -> None:
+    """The real qdrant-client against the REST double, once with API keys required and once without."""
+    from qdrant_client import QdrantClient, models
+
+    from tests.connectors.doubles.qdrant_rest import QdrantRestDouble
+
+    for api_key, expected in (("audit-key-7f3a", []), (None, ["high"])):
+        double = QdrantRestDouble(api_key=api_key)
+        url = double.start()
+        try:
+            client = QdrantClient(url=url, api_key=api_key, check_compatibility=False)
+            client.create_collection("notes", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
+            client.upsert("notes", [models.PointStruct(id=1, vector=[0.1, 0.2, 0.3, 0.4], payload={"text": "hi"})])
+            args = ["audit", "--connector", "qdrant", "--url", url, "--collection", "notes", "--fail-on", "never"]
+            args += ["--option", f"api_key={api_key}"] if api_key else []
+            out = tmp_path / "audit.json"
+            result = CliRunner().invoke(main, [*args, "--out", str(out)])
+            assert result.exit_code == 0, result.output
+            audit = json.loads(out.read_text())
+            assert [f["severity"] for f in audit["findings"] if f["check"] == "access"] == expected
+            assert not [n for n in audit["notes"] if "unauthenticated" in n]
+            assert api_key is None or api_key not in out.read_text() + result.output
+        finally:
+            double.stop()

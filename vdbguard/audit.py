@@ -4,6 +4,8 @@ Access control is the strongest defense the inversion literature names (seed 001
 cannot be inverted. The audit reads the collection (never writes) and reports, each with a severity and a fix:
 
 - **transport**: a server reached over plain http sends vectors and credentials in clear;
+- **access**: a server that lists and returns vectors to a client with no credentials at all, and an
+  embedded store whose files other users of the machine can read;
 - **raw vectors**: stored vectors that the named embedder makes from their own stored text are its raw
   output, so every inversion attack applies as measured;
 - **payload–vector consistency**, a check no other tool makes: each stored text is embedded again and compared
@@ -15,8 +17,9 @@ cannot be inverted. The audit reads the collection (never writes) and reports, e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from vdbguard.connectors.base import Connector
 from vdbguard.embedders import Embedder
-from vdbguard.errors import RecordError
+from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Severity
 
@@ -81,6 +84,60 @@ def transport_findings(location: str) -> list[AuditFinding]:
             f"the store is reached over plain http at {parts.hostname}: vectors and credentials cross the network "
             "in clear",
             "serve the store over https (TLS) and connect with an https:// URL",
+        )
+    ]
+
+
+# what each server connector is given, on top of the user's settings, to connect with no credentials at all
+ANONYMOUS: dict[str, dict[str, Any]] = {
+    "qdrant": {"api_key": ""},
+    "chroma": {"headers": None},
+    "weaviate": {"api_key": "", "headers": None},
+    "milvus": {"token": ""},
+    "pinecone": {"api_key": "vdbguard-audit-no-key"},  # the SDK insists on some key
+}
+_REFUSED = re.compile(r"\b40[13]\b|credential|api key|unauthori[sz]ed|forbidden|rejected|permission", re.IGNORECASE)
+
+
+def access_findings(
+    connector_name: str, location: str, open_anonymous: Callable[[], Connector] | None
+) -> tuple[list[AuditFinding], list[str]]:
+    """Whether the store serves vectors to a client without credentials (``open_anonymous`` connects as one),
+    or, for an embedded store at ``location``, to other users of the machine."""
+    if open_anonymous is None:
+        return _file_access_findings(Path(location)), []
+    if connector_name not in ANONYMOUS:
+        return [], [f"unauthenticated access is not checked for {connector_name}"]
+    try:
+        with open_anonymous() as anonymous:
+            anonymous.describe()
+            next(iter(anonymous.iter_batches(batch_size=1)), None)
+    except VdbguardError as exc:
+        if _REFUSED.search(exc.message):
+            return [], []
+        return [], [f"unauthenticated access could not be checked: {exc.message}"]
+    return [
+        AuditFinding(
+            "access",
+            Severity.HIGH,
+            f"the store at {location} lists and returns vectors to a client with no credentials: anyone who can "
+            "reach it can read and invert every vector",
+            "turn on the store's authentication (API keys, tokens) and give scanners a read-only key",
+        )
+    ], []
+
+
+def _file_access_findings(path: Path) -> list[AuditFinding]:
+    readable = [p for p in (path, *(path.rglob("*") if path.is_dir() else ())) if p.stat().st_mode & 0o004]
+    if not readable:
+        return []
+    return [
+        AuditFinding(
+            "access",
+            Severity.MEDIUM,
+            f"{len(readable)} of the store's files and folders are readable by every user of this machine",
+            f"chmod -R o-rwx {path} (and run the application that owns it with a umask of 027 or stricter)",
+            evidence={"examples": [str(p) for p in readable[:5]]},
         )
     ]
 
@@ -168,11 +225,20 @@ def consistency_findings(
 
 
 def audit_collection(
-    connector: Connector, *, connector_name: str, location: str, embedder: Embedder, sample: int = 2000
+    connector: Connector,
+    *,
+    connector_name: str,
+    location: str,
+    embedder: Embedder,
+    sample: int = 2000,
+    open_anonymous: Callable[[], Connector] | None = None,
 ) -> AuditReport:
-    """The exposure surface of the connector's collection; reads only."""
+    """The exposure surface of the connector's collection; reads only. ``open_anonymous`` opens the same
+    server collection with no credentials (None for an embedded store, whose files are checked instead)."""
     info = connector.describe()
+    access, access_notes = access_findings(connector_name, location, open_anonymous)
     consistency, notes, checked = consistency_findings(connector, embedder, sample)
+    notes = [*access_notes, *notes]
     return AuditReport(
         connector=connector_name,
         collection=info.name,
@@ -180,6 +246,6 @@ def audit_collection(
         embedder=embedder.name,
         records=info.count or 0,
         texts_checked=checked,
-        findings=[*transport_findings(location), *consistency],
+        findings=[*transport_findings(location), *access, *consistency],
         notes=notes,
     )

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vdbguard.config import DEEP_RECORD_SECONDS
-from vdbguard.credentials import redact_userinfo
+from vdbguard.credentials import redact_userinfo, strip_userinfo
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import (
@@ -143,6 +143,15 @@ def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(exc.message) from exc
 
 
+def _remember_tls(ctx: click.Context, param: click.Parameter, value: Path | bool | None) -> None:
+    """--ca-cert and --insecure become the connector's ``tls_verify`` (a CA file, or False)."""
+    if not value:
+        return
+    if "tls_verify" in ctx.meta:
+        raise click.UsageError("give --ca-cert or --insecure, not both")
+    ctx.meta["tls_verify"] = str(value) if isinstance(value, Path) else False
+
+
 def store_options(command: Callable[..., Any], required: bool = True) -> Callable[..., Any]:
     """The flags that say which store and collection to open, shared by every command that reads one."""
     for option in reversed(
@@ -154,6 +163,20 @@ def store_options(command: Callable[..., Any], required: bool = True) -> Callabl
             click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store."),
             click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000."),
             click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable)."),
+            click.option(
+                "--ca-cert",
+                type=click.Path(path_type=Path, dir_okay=False, exists=True),
+                expose_value=False,
+                callback=_remember_tls,
+                help="PEM file of the CA that signed the server's certificate (a private CA); verification stays on.",
+            ),
+            click.option(
+                "--insecure",
+                is_flag=True,
+                expose_value=False,
+                callback=_remember_tls,
+                help="Do not verify the server's TLS certificate (anyone on the path can read the vectors).",
+            ),
         )
     ):
         command = option(command)
@@ -215,6 +238,11 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     connector_cls = load_connector(name)
     settings: dict[str, Any] = {"collection": collection, **_connector_options(option)}
     settings.update({"path": path} if path is not None else {"url": url})
+    tls_verify = click.get_current_context().meta.get("tls_verify")
+    if tls_verify is not None:
+        if url is None:
+            raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
+        settings["tls_verify"] = tls_verify
     try:
         return connector_cls(**settings)
     except TypeError as exc:
@@ -629,17 +657,26 @@ def audit(
     out: Path | None,
     fail_on: str,
 ) -> None:
-    """Audit a collection's exposure (reads only): plain-http transport, raw embedder output, and vectors made
-    from text their payload redacts."""
-    from vdbguard.audit import audit_collection
+    """Audit a collection's exposure (reads only): plain-http transport, access without credentials (or store
+    files other users can read), raw embedder output, and vectors made from text their payload redacts."""
+    from vdbguard.audit import ANONYMOUS, audit_collection
     from vdbguard.cache import write_json_atomic
     from vdbguard.scan import resolve_embedder
 
     location = redact_userinfo(str(path or url))
+    anonymous = (*option, *(f"{key}={json.dumps(value)}" for key, value in ANONYMOUS.get(connector_name, {}).items()))
+    anonymous_url = strip_userinfo(url) if url is not None else None
     with _open_connector(connector_name, collection, path, url, option) as connector:
         model = resolve_embedder(connector, embedder) or Embedder()
         result = audit_collection(
-            connector, connector_name=connector_name, location=location, embedder=model, sample=sample
+            connector,
+            connector_name=connector_name,
+            location=location,
+            embedder=model,
+            sample=sample,
+            open_anonymous=(lambda: _open_connector(connector_name, collection, None, anonymous_url, anonymous))
+            if url is not None
+            else None,
         )
     rows = [
         (f.severity.value, f.check, f.message, f.fix) for f in sorted(result.findings, key=lambda f: -f.severity.rank)

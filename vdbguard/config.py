@@ -318,6 +318,7 @@ collections = ["tickets"]
 # api_key = "QDRANT_API_KEY"
 # [stores.options]               # other connector settings
 # timeout = 30
+# tls_verify = "private-ca.pem"  # a server's certificate from a private CA (false: no check, warned)
 
 [attacks]
 fast = ["pii-probe", "bag-of-words"]  # on every record

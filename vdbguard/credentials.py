@@ -33,6 +33,11 @@ def redact_url(url: str) -> str:
     return _USERINFO_IN_URL.sub(f"//{MASK}@", url)
 
 
+def strip_userinfo(url: str) -> str:
+    """A URL as given by the user, with no ``user:password@`` part: to connect as nobody."""
+    return _USERINFO_IN_URL.sub("//", url)
+
+
 def redact_location(location: str) -> str:
     """A URL without user, password or query string, safe to print and to store in reports.
 

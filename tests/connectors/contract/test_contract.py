@@ -182,6 +182,21 @@ def test_upsert_round_trip_replaces_vector_and_payload(backend: Backend) -> None
     assert "flag" not in got[records[0].id].payload, "upsert replaces the payload, it does not merge"
 
 
+def test_delete_removes_exactly_the_given_ids(backend: Backend) -> None:
+    name = fresh_name("del")
+    records = make_records(9, seed=13, namespaces=("ns-a",) if backend.namespaces else ())
+    fill(backend, name, records)
+    with backend.connector(name) as connector:
+        try:
+            connector.delete([records[1].id, records[4].id, str(uuid.UUID(int=5))])  # the last one is not stored
+        except NotImplementedError as exc:
+            assert "cannot delete" in str(exc)
+            pytest.skip(f"{backend.connector_name}: no delete")
+        left = ids_of(list(connector.iter_batches(batch_size=4)))
+        assert connector.describe().count == 7
+    assert sorted(left) == sorted(r.id for i, r in enumerate(records) if i not in (1, 4))
+
+
 def test_named_vectors(backend: Backend) -> None:
     if not backend.named_vectors:
         pytest.skip(f"{backend.id} stores one vector per record")

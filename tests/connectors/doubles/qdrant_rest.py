@@ -184,6 +184,7 @@ class QdrantRestDouble:
             ("PUT", "/points"): self._upsert,
             ("POST", "/points/scroll"): self._scroll,
             ("POST", "/points/count"): self._count,
+            ("POST", "/points/delete"): self._delete_points,
         }
         handler = routes.get((method, rest))
         if handler is None:
@@ -272,6 +273,15 @@ class QdrantRestDouble:
             staged = [(_point_id(p.id), self._vectors(collection, p.vector), dict(p.payload or {})) for p in points]
             for point_id, point_vectors, payload in staged:  # every point checked first: all or nothing
                 collection.points[point_id] = (point_vectors, payload)
+            self._operation += 1
+            return models.UpdateResult(operation_id=self._operation, status=models.UpdateStatus.COMPLETED)
+
+    def _delete_points(self, name: str, body: bytes) -> models.UpdateResult:
+        selector = _parse(models.PointIdsList, _json(body))  # filter selectors are not implemented by the double
+        with self._lock:
+            collection = self._collection(name)
+            for point_id in selector.points:
+                collection.points.pop(_point_id(point_id), None)
             self._operation += 1
             return models.UpdateResult(operation_id=self._operation, status=models.UpdateStatus.COMPLETED)
 
