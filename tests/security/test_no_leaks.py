@@ -76,3 +76,48 @@ def test_a_failing_connection_never_shows_the_url_password(tmp_path: Path) -> No
     assert result.returncode == 2
     assert URL_PASSWORD not in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+TRANSFORM_KEY = "planted-transform-key-5e1d9c0b7a2f4e63"
+QDRANT_KEY = "planted-qdrant-key-a94f0c2e"
+
+
+def test_protect_shows_no_planted_value_and_never_the_transform_key(planted_store: Path, tmp_path: Path) -> None:
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(planted_store, store)
+    state = tmp_path / "protect.sqlite"
+    args = ["-v", "protect", "--connector", "chroma", "--path", str(store), "--collection", "tickets"]
+    args += ["--to-collection", "safe", "--transform", "rotation", "--strength", "1", "--state", str(state)]
+    env = {**cli_env(), "VDBGUARD_TRANSFORM_KEY": TRANSFORM_KEY}
+    result = subprocess.run(vdbguard_command(*args), env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    outputs = {p.name: p.read_bytes() for p in tmp_path.glob("protect.sqlite*") if p.is_file()}
+    outputs |= {p.name: p.read_bytes() for p in tmp_path.glob("*.npz")}
+    outputs["output"] = (result.stdout + result.stderr).encode()
+    assert _leaks(outputs, {**PLANTED, "transform key": TRANSFORM_KEY}) == []
+
+
+def test_an_api_key_from_the_environment_never_shows_in_output(tmp_path: Path) -> None:
+    """The real qdrant-client against the REST double, with the key in $QDRANT_API_KEY: right, then wrong."""
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import QdrantClient, models
+
+    from tests.connectors.doubles.qdrant_rest import QdrantRestDouble
+
+    double = QdrantRestDouble(api_key=QDRANT_KEY)
+    url = double.start()
+    try:
+        client = QdrantClient(url=url, api_key=QDRANT_KEY, check_compatibility=False)
+        client.create_collection("tickets", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
+        client.upsert("tickets", [models.PointStruct(id=1, vector=[0.1, 0.2, 0.3, 0.4])])
+        args = ["-v", "--log-format", "json", "audit", "--connector", "qdrant", "--url", url, "--collection", "tickets"]
+        command = vdbguard_command(*args, "--fail-on", "never")
+        for key, code in ((QDRANT_KEY, 0), ("wrong-" + QDRANT_KEY, 2)):
+            env = {**cli_env(), "QDRANT_API_KEY": key}
+            result = subprocess.run(command, env=env, capture_output=True, text=True)
+            assert result.returncode == code, result.stdout[-1000:] + result.stderr[-1000:]
+            assert QDRANT_KEY not in result.stdout + result.stderr
+    finally:
+        double.stop()
