@@ -25,7 +25,7 @@ from vdbguard.connectors.support import (
 )
 
 from vdbguard.credentials import redact_url
-from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
+from vdbguard.errors import CollectionNotFoundError, ConnectorError, PartialWriteError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
 _CURSOR = re.compile(r"offset:(\d+)")
@@ -249,34 +249,46 @@ class ChromaConnector(StoreCalls, Connector):
         col = self._writer()
         client = self._store.writer()
         step = max(int(client.get_max_batch_size()) if hasattr(client, "get_max_batch_size") else 1000, 1)
-        for start in range(0, len(records), step):
-            chunk = records[start : start + step]
-            ids = [r.id for r in chunk]
-            stored = self._call("get", col.get, ids=ids, include=["metadatas", "documents"])
-            found = stored["ids"]
-            metas = stored.get("metadatas") or [None] * len(found)
-            docs = stored.get("documents") or [None] * len(found)
-            old = {i: (m or {}, d) for i, m, d in zip(found, metas, docs, strict=True)}
-            drop = [r.id for r in chunk if r.text is None and old.get(r.id, ({}, None))[1] is not None]
-            if drop:
-                self._call("delete", col.delete, ids=drop)
-                for record_id in drop:
-                    old.pop(record_id)
-            metadatas: list[dict[str, Any] | None] = []
-            for r in chunk:
-                meta = {key: None for key in old.get(r.id, ({}, None))[0] if key not in r.payload}
-                meta.update(r.payload)
-                metadatas.append(meta or None)
-            documents = [r.text for r in chunk]
-            self._call(
-                "upsert",
-                col.upsert,
-                ids=ids,
-                embeddings=vectors[start : start + step],
-                metadatas=metadatas if any(m is not None for m in metadatas) else None,
-                documents=documents if any(d is not None for d in documents) else None,
-            )
-        self._drop_snapshot()
+        changed: list[str] = []
+        try:
+            for start in range(0, len(records), step):
+                self._upsert_chunk(col, records[start : start + step], vectors[start : start + step], changed)
+        except VdbguardError as exc:
+            if not changed:
+                raise
+            raise PartialWriteError(exc, changed, len(records)) from exc
+        finally:
+            self._drop_snapshot()
+
+    def _upsert_chunk(self, col: Any, chunk: Sequence[VectorRecord], vectors: list[Any], changed: list[str]) -> None:
+        """One ``upsert`` call (and the deletes it needs); ``changed`` gets the ids it touched."""
+        ids = [r.id for r in chunk]
+        stored = self._call("get", col.get, ids=ids, include=["metadatas", "documents"])
+        found = stored["ids"]
+        metas = stored.get("metadatas") or [None] * len(found)
+        docs = stored.get("documents") or [None] * len(found)
+        old = {i: (m or {}, d) for i, m, d in zip(found, metas, docs, strict=True)}
+        drop = [r.id for r in chunk if r.text is None and old.get(r.id, ({}, None))[1] is not None]
+        if drop:
+            self._call("delete", col.delete, ids=drop)
+            changed += drop
+            for record_id in drop:
+                old.pop(record_id)
+        metadatas: list[dict[str, Any] | None] = []
+        for r in chunk:
+            meta = {key: None for key in old.get(r.id, ({}, None))[0] if key not in r.payload}
+            meta.update(r.payload)
+            metadatas.append(meta or None)
+        documents = [r.text for r in chunk]
+        self._call(
+            "upsert",
+            col.upsert,
+            ids=ids,
+            embeddings=vectors,
+            metadatas=metadatas if any(m is not None for m in metadatas) else None,
+            documents=documents if any(d is not None for d in documents) else None,
+        )
+        changed += [i for i in ids if i not in drop]
 
     def close(self) -> None:
         self._store.close()

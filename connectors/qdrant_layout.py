@@ -14,7 +14,7 @@ import numpy as np
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import StoreCalls, metric_name, store_metric
 
-from vdbguard.errors import ConnectorError, RecordError, VdbguardError
+from vdbguard.errors import ConnectorError, PartialWriteError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
 UPSERT_CHUNK = 256
@@ -249,6 +249,11 @@ class PointsConnector(StoreCalls, Connector):
                 payload["text"] = record.text
             points.append(self._point(point_id_of(record.id), layout.point_vector(record), payload))
         for start in range(0, len(points), UPSERT_CHUNK):
-            self._write_points(handle, points[start : start + UPSERT_CHUNK])
+            try:
+                self._write_points(handle, points[start : start + UPSERT_CHUNK])
+            except VdbguardError as exc:
+                if start == 0:
+                    raise
+                raise PartialWriteError(exc, [r.id for r in records[:start]], len(records)) from exc
         self._flush(handle)
         self._drop_snapshot()

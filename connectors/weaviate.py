@@ -32,7 +32,7 @@ from weaviate.exceptions import (
 )
 
 from vdbguard.credentials import redact_url, scrub
-from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
+from vdbguard.errors import CollectionNotFoundError, ConnectorError, PartialWriteError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
 log = logging.getLogger("vdbguard.connectors")
@@ -450,9 +450,24 @@ class WeaviateConnector(StoreCalls, Connector):
                     "set record.namespace to the tenant",
                 )
             self._ensure_tenants(sorted(n for n in namespaces if n is not None))
+        written: list[str] = []
         for tenant, pending in objects.items():
             for start in range(0, len(pending), 1000):
-                self._insert(tenant, pending[start : start + 1000])
+                chunk = pending[start : start + 1000]
+                try:
+                    rejected = self._insert(tenant, chunk)
+                except VdbguardError as exc:
+                    if not written:
+                        raise
+                    raise PartialWriteError(exc, written, len(records)) from exc
+                written += [str(o.uuid) for i, o in enumerate(chunk) if i not in rejected]
+                if rejected:
+                    details = "; ".join(f"{chunk[i].uuid}: {message}" for i, message in sorted(rejected.items())[:3])
+                    error = ConnectorError(
+                        f"Weaviate rejected {len(rejected)} of {len(chunk)} objects in {self.collection_name!r}: "
+                        f"{details}"
+                    )
+                    raise PartialWriteError(error, written, len(records)) if written else error
 
     def _checked(self, record: VectorRecord) -> tuple[str, np.ndarray, dict[str, Any]]:
         vector = record.checked_vector()
@@ -474,17 +489,11 @@ class WeaviateConnector(StoreCalls, Connector):
                 raise RecordError(record.id, "payload", f"key {key!r} is not a valid Weaviate property name")
         return object_id, vector, properties
 
-    def _insert(self, tenant: str | None, chunk: list[DataObject]) -> None:
+    def _insert(self, tenant: str | None, chunk: list[DataObject]) -> dict[int, str]:
+        """The objects Weaviate rejected, by position in ``chunk``, with its reason (the others are written)."""
         data = self._collection(tenant).data
         result = self._call("insert objects", lambda: data.insert_many(chunk))
-        if result.errors:
-            first = sorted(result.errors.items())[:3]
-            details = "; ".join(f"{chunk[i].uuid}: {self._scrub(e.message)}" for i, e in first)
-            rejected = f"{len(result.errors)} of {len(chunk)} objects"
-            raise ConnectorError(
-                f"Weaviate rejected {rejected} in {self.collection_name!r}: {details}",
-                "the other objects of the batch were written",
-            )
+        return {int(i): self._scrub(e.message) for i, e in result.errors.items()}
 
     def _ensure_tenants(self, wanted: list[str]) -> None:
         collection = self._collection()

@@ -28,6 +28,20 @@ class CollectionNotFoundError(ConnectorError):
     pass
 
 
+class PartialWriteError(ConnectorError):
+    """A write the store could not make atomically failed part way: ``written`` holds the ids already changed
+    in the store (written, or deleted to be re-added)."""
+
+    def __init__(self, cause: VdbguardError, written: list[str], total: int) -> None:
+        shown = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
+        super().__init__(
+            f"{cause.message}; {len(written)} of {total} records were already changed in the store: {shown}",
+            "writes replace whole records, so writing the same records again is safe (protect: rerun it with the "
+            "same --state)",
+        )
+        self.written = tuple(written)
+
+
 class RecordError(VdbguardError):
     """One record is unusable; the scan reports it and moves on."""
 

@@ -24,7 +24,7 @@ from vdbguard.connectors.support import copy_tree_sparse  # noqa: E402
 from tests.connectors.contract.backend_qdrant import API_KEY, READ_ONLY_API_KEY  # noqa: E402
 from tests.connectors.contract.harness import sparse_tree_marker  # noqa: E402
 from tests.connectors.doubles.qdrant_rest import QdrantRestDouble  # noqa: E402
-from vdbguard.errors import ConnectorError, RecordError, VdbguardError  # noqa: E402
+from vdbguard.errors import ConnectorError, PartialWriteError, RecordError, VdbguardError  # noqa: E402
 from vdbguard.records import VectorRecord  # noqa: E402
 
 DIM = 8
@@ -233,6 +233,30 @@ def test_upsert_fails_closed(factory: Factory) -> None:
         with pytest.raises(RecordError, match="dimension"):
             connector.upsert([*good, short])
         assert connector.describe().count == 0
+
+
+def test_a_write_that_fails_part_way_says_which_ids_landed(server: QdrantRestDouble) -> None:
+    """600 records go in 3 requests; the second fails for good: the error lists the 256 of the first."""
+    batch = records(600, seed=8)
+
+    def upsert(name: str) -> int:
+        with QdrantConnector(collection=name, url=server.url, api_key=API_KEY) as connector:
+            connector.ensure_collection(DIM, "l2")
+            before = server.requests
+            connector.upsert(batch)
+            return server.requests - before
+
+    requests = upsert(fresh())  # the same calls, counted on a clean run: the three writes come last
+    name = fresh()
+    with QdrantConnector(collection=name, url=server.url, api_key=API_KEY) as connector:
+        connector.ensure_collection(DIM, "l2")
+        with server.faults.failing(times=100, after=requests - 2), pytest.raises(PartialWriteError) as failed:
+            connector.upsert(batch)
+    assert failed.value.written == tuple(r.id for r in batch[:256])
+    assert "256 of 600 records were already changed" in failed.value.message and "rerun" in (failed.value.hint or "")
+    with QdrantConnector(collection=name, url=server.url, api_key=API_KEY) as connector:
+        landed = {r.id for b in connector.iter_batches(batch_size=500) for r in b.records}
+    assert landed == set(failed.value.written)
 
 
 def test_named_vectors_and_vector_name(factory: Factory) -> None:

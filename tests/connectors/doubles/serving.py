@@ -12,25 +12,30 @@ from typing import Any
 
 
 class Faults:
-    """``failing(n)``: the next ``n`` requests, whatever they are, get the double's transient error."""
+    """``failing(n)``: the next ``n`` requests, whatever they are, get the double's transient error;
+    ``failing(n, after=k)``: the ``k`` requests before them are served."""
 
     def __init__(self) -> None:
         self._left = 0
+        self._spared = 0
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def failing(self, times: int) -> Iterator[None]:
+    def failing(self, times: int, after: int = 0) -> Iterator[None]:
         with self._lock:
-            self._left = max(0, int(times))
+            self._left, self._spared = max(0, int(times)), max(0, int(after))
         try:
             yield
         finally:
             with self._lock:
-                self._left = 0
+                self._left = self._spared = 0
 
     def take(self) -> bool:
         """Whether this request is one of those that must fail."""
         with self._lock:
+            if self._spared > 0:
+                self._spared -= 1
+                return False
             if self._left > 0:
                 self._left -= 1
                 return True
