@@ -115,3 +115,43 @@ def test_a_server_that_serves_vectors_without_credentials_is_a_high_finding(tmp_
             assert api_key is None or api_key not in out.read_text() + result.output
         finally:
             double.stop()
+
+
+def _human_lines(n: int) -> list[str]:
+    """Lines of chatterbot-corpus conversations: real text nobody on the project wrote."""
+    import chatterbot_corpus
+    import yaml
+
+    folder = Path(chatterbot_corpus.__file__).parent / "data" / "english"
+    lines: list[str] = []
+    for path in sorted(folder.glob("*.yml")):
+        for conversation in yaml.safe_load(path.read_text(encoding="utf-8")).get("conversations", []):
+            lines += [t for t in conversation if isinstance(t, str) and len(t.split()) >= 4]
+    return list(dict.fromkeys(lines))[:n]
+
+
+def test_transform_strength_a_keyed_rotation_is_undone_by_alignment_and_heavy_noise_is_not(
+    embedder, tmp_path: Path
+) -> None:
+    from vdbguard.transforms.gaussian import GaussianNoise
+    from vdbguard.transforms.rotation import SecretRotation
+
+    texts = _human_lines(600)
+    raw = embedder.encode(texts)
+    severities = {}
+    transforms = {"rotation": SecretRotation(key="audit-test-key-" + "0" * 32), "noise": GaussianNoise(0.2, seed=1)}
+    for name, transform in transforms.items():
+        store = tmp_path / name
+        collection = chromadb.PersistentClient(path=str(store)).create_collection("notes")
+        vectors = transform.apply(raw)
+        collection.add(ids=[f"n{i}" for i in range(len(texts))], embeddings=vectors.tolist(), documents=texts)
+        out = tmp_path / f"{name}.json"
+        args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
+        assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+        audit = json.loads(out.read_text())
+        found = [f for f in audit["findings"] if f["check"] == "transform strength"]
+        severities[name] = (found[0]["severity"], found[0]["evidence"]["held_out_median_cosine"]) if found else None
+        if not found:
+            assert any("alignment does not undo" in note for note in audit["notes"])
+    assert severities["rotation"] is not None and severities["rotation"][0] == "high", severities
+    assert severities["noise"] is None or severities["noise"][0] != "high", severities

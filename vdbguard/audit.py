@@ -8,6 +8,10 @@ cannot be inverted. The audit reads the collection (never writes) and reports, e
   embedded store whose files other users of the machine can read;
 - **raw vectors**: stored vectors that the named embedder makes from their own stored text are its raw
   output, so every inversion attack applies as measured;
+- **transform strength**: where the stored vectors are not the named embedder's output for their text
+  (transformed, or another model's), a linear map fitted on half of the store's own (text, vector) pairs is
+  tested on the other half (ALGEN): if it carries them back close to the embedder's vectors, whoever reads
+  the store can undo the transform without its key and run every inversion attack;
 - **payload–vector consistency**, a check no other tool makes: each stored text is embedded again and compared
   with its stored vector. Where the text holds redaction placeholders (``<PERSON>``, ``[REDACTED]``) but the
   vector is not the embedding of that text, the vector was made from the text before redaction: it leaks
@@ -25,6 +29,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from vdbguard.attacks.alignment import ridge_map
+from vdbguard.attacks.base import l2_normalise
 from vdbguard.connectors.base import Connector
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
@@ -35,6 +41,8 @@ SAME_TEXT = 0.98  # cosine of a vector and its own text re-embedded: 0.9999+ mea
 MOSTLY = 0.5  # more records than this not matching their text: the embedder named is not the store's
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{2,}>|\[(?:REDACTED|[A-Z][A-Z_]{2,})\]|\*{4,}|█{2,}")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
+UNDONE, PARTLY_UNDONE = 0.8, 0.5  # held-out median cosine after alignment: high, medium (chance is ~0.05)
+MIN_PAIRS = 20
 
 
 @dataclass
@@ -170,11 +178,17 @@ def consistency_findings(
     ids = [record.id for record, _, _ in rows]
     texts = [text for _, _, text in rows]
     stored = np.stack([vector for _, vector, _ in rows])
+    stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
+    embedded = embedder.encode(texts)
     if stored.shape[1] != embedder.dimension:
         note = f"stored vectors have {stored.shape[1]} dimensions and {embedder.name} makes {embedder.dimension}"
-        return [], [f"{note}: pass the --embedder that made them to check them against their text"], 0
-    stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
-    similarity = np.sum(embedder.encode(texts) * stored, axis=1)
+        aligned, aligned_notes = alignment_findings(stored, embedded, embedder.name)
+        return (
+            aligned,
+            [f"{note}: pass the --embedder that made them to check them against their text", *aligned_notes],
+            len(ids),
+        )
+    similarity = np.sum(embedded * stored, axis=1)
     mismatched = similarity < SAME_TEXT
     median = round(float(np.median(similarity)), 4)
     if mismatched.mean() > MOSTLY:
@@ -183,7 +197,8 @@ def consistency_findings(
             f"stored text (median cosine {median}): another model made them, or they were transformed; pass the "
             "--embedder that made them (or --embedder auto) to check them against their text"
         )
-        return [], [note], len(ids)
+        aligned, aligned_notes = alignment_findings(stored, embedded, embedder.name)
+        return aligned, [note, *aligned_notes], len(ids)
     findings = [
         AuditFinding(
             "raw vectors",
@@ -222,6 +237,37 @@ def consistency_findings(
             )
         )
     return findings, [], len(ids)
+
+
+def alignment_findings(stored: np.ndarray, embedded: np.ndarray, embedder: str) -> tuple[list[AuditFinding], list[str]]:
+    """How far a linear map fitted on half of the store's (text, vector) pairs undoes whatever made the stored
+    vectors differ from ``embedder``'s, measured on the other half (median cosine)."""
+    n = len(stored)
+    if n < MIN_PAIRS:
+        return [], [f"only {n} records keep their text: too few to test whether alignment undoes the vectors"]
+    train, test = np.arange(0, n, 2), np.arange(1, n, 2)
+    mapped = l2_normalise(stored[test] @ ridge_map(stored[train], embedded[train]))
+    median = round(float(np.median(np.sum(mapped * embedded[test], axis=1))), 4)
+    evidence = {"held_out_median_cosine": median, "pairs_fitted": len(train), "pairs_tested": len(test)}
+    evidence |= {"thresholds": {"high": UNDONE, "medium": PARTLY_UNDONE}}
+    said = (
+        f"a linear map fitted on {len(train)} of the store's own (text, vector) pairs carries the other {len(test)} "
+        f"stored vectors to {embedder}'s vectors of their text with median cosine {median}"
+    )
+    fix = (
+        "do not keep the text beside protected vectors (or store it encrypted), and choose a transform alignment "
+        "does not undo, measured with `vdbguard evaluate-defense` (a keyed rotation alone is undone)"
+    )
+    if median >= UNDONE:
+        message = f"the stored vectors' transform (or model) is undone without its key: {said} (ALGEN)"
+        return [AuditFinding("transform strength", Severity.HIGH, message, fix, evidence=evidence)], []
+    if median >= PARTLY_UNDONE:
+        message = f"the stored vectors' transform (or model) is partly undone: {said}"
+        return [AuditFinding("transform strength", Severity.MEDIUM, message, fix, evidence=evidence)], []
+    return [], [
+        f"alignment does not undo the stored vectors: {said}; more pairs help an attacker, and other "
+        "attacks may do better"
+    ]
 
 
 def audit_collection(
