@@ -22,6 +22,22 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def writable_dir(path: Path, what: str = "--out") -> Path:
+    """``path``, made if missing, once a file could be created in it: checked before a scan, not after it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        from vdbguard.errors import VdbguardError
+
+        raise VdbguardError(
+            f"cannot write to {what} {path}: {exc.strerror or type(exc).__name__}",
+            "pass a folder you can write to (nothing was scanned yet)",
+        ) from exc
+    return path
+
+
 def cache_root() -> Path:
     """``$VDBGUARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/vdbguard``, else ``~/.cache/vdbguard``; owner-only."""
     configured = os.environ.get("VDBGUARD_CACHE_DIR")

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from vdbguard.cache import writable_dir
 from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.credentials import redact_userinfo, strip_userinfo
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
@@ -409,6 +410,7 @@ def scan(
     from vdbguard.scan import resolve_embedder, scan_collection
     from vdbguard.scan.owner import CalibrationOptions
 
+    writable_dir(out)
     started = time.monotonic()
     with _metrics_on_failure(metrics_file, collection, started), _resume_hint(state):
         connector = _open_connector(connector_name, collection, path, url, option)

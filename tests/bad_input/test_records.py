@@ -80,3 +80,15 @@ def test_an_empty_collection_is_a_clean_report(small_attacks, tmp_path: Path) ->
     client.close()
     report = _scan(tmp_path / "store", tmp_path / "out")
     assert report["summary"]["records_scanned"] == 0 and report["findings"] == [] and report["record_problems"] == []
+
+
+@pytest.mark.parametrize("out", ["/proc/vdbguard-out", "a-file/out"])
+def test_an_output_folder_that_cannot_be_written_stops_the_scan_before_it_starts(tmp_path: Path, out: str) -> None:
+    """Root writes through permission bits, so the folders are ones nobody can write: /proc, and under a file."""
+    (tmp_path / "a-file").write_text("not a folder")
+    target = Path(out) if out.startswith("/") else tmp_path / out
+    state = tmp_path / "scan.sqlite"
+    args = ["scan", "--connector", "qdrant", "--path", str(tmp_path / "no-store"), "--collection", "tickets"]
+    result = CliRunner().invoke(main, [*args, "--out", str(target), "--state", str(state)])
+    assert result.exit_code == 2 and "cannot write to --out" in result.output, result.output
+    assert "nothing was scanned" in result.output and not state.exists()

@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from vdbguard.cache import writable_dir
 from vdbguard.config import AllowList, JobConfig, StoreSettings, Suppression
 from vdbguard.credentials import scrub
 from vdbguard.errors import VdbguardError
@@ -97,6 +98,9 @@ def run_job(
     suppressions = config.active_suppressions(today)
     policy = ConfigPolicy(config.allow, config.severity.by_type)
     job, attacks = config.job, config.attacks
+    for store in config.stores:
+        for collection in store.collections:
+            writable_dir(_output_dir(config, store, collection), "output.dir")
     for store in config.stores:
         connector_cls = load_connector(store.connector)
         for collection in store.collections:
