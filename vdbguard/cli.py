@@ -598,7 +598,7 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...], fail_o
     type=click.FloatRange(0),
     default=0.0,
     show_default=True,
-    help="CPU-second budget per record for attacks that take one (a scan's deep tier gives 1.9); 0: none. "
+    help="CPU-second budget per record for attacks that take one (a scan's deep tier gives 1.8); 0: none. "
     "Budgeted runs are not kept for --attack strongest.",
 )
 @friendly_errors

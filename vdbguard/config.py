@@ -22,7 +22,7 @@ from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.reports.schema import Severity
 
-DEEP_RECORD_SECONDS = 1.9  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
+DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
 
 _SECRET_SETTING = re.compile(r"(?i)(password|passwd|secret|token|api_?key|credential)")
 
@@ -327,7 +327,7 @@ fast = ["pii-probe", "bag-of-words"]  # on every record
 # deep_sample = 0.01             # ... plus this share of the other records
 # deep_max_records = 1000        # per run
 # deep_max_seconds = 600         # per run
-# deep_record_seconds = 1.9      # CPU-seconds per record for adversarial-decoding (0 = unbounded)
+# deep_record_seconds = 1.8      # CPU-seconds per record for adversarial-decoding (0 = unbounded)
 
 [allow]
 # values = ["Ada Lovelace"]      # public names, test accounts: not a leak

@@ -59,9 +59,9 @@ def test_validate_names_every_problem_with_its_location(tmp_path: Path) -> None:
 
 def test_the_deep_tier_takes_strongest_and_a_per_record_budget(tmp_path: Path) -> None:
     deep = STARTER.replace('# deep = ["slot-search"]', 'deep = ["strongest"]')
-    (tmp_path / "deep.toml").write_text(deep.replace("# deep_record_seconds = 1.9", "deep_record_seconds = 5"))
+    (tmp_path / "deep.toml").write_text(deep.replace("# deep_record_seconds = 1.8", "deep_record_seconds = 5"))
     assert run("config", "validate", str(tmp_path / "deep.toml"))[0] == 0
-    (tmp_path / "bad.toml").write_text(deep.replace("# deep_record_seconds = 1.9", "deep_record_seconds = -1"))
+    (tmp_path / "bad.toml").write_text(deep.replace("# deep_record_seconds = 1.8", "deep_record_seconds = -1"))
     code, output = run("config", "validate", str(tmp_path / "bad.toml"))
     assert code == 2 and "attacks.deep_record_seconds" in output, output
 

@@ -362,6 +362,8 @@ class _Search:
             scores = self.consider(texts, keep=attack.step_seconds)
             keep = np.argsort(-scores, kind="stable")[: attack.beam_width]
             beams = [by_text[texts[i]][0] for i in keep]
+            if self.exhausted(keep=attack.step_seconds):  # a step whose candidates would not be scored
+                break
             output.past_key_values.reorder_cache(torch.tensor([by_text[texts[i]][1] for i in keep]))
             step = torch.tensor([[sequence[-1]] for sequence in beams])
             started = time.process_time()
