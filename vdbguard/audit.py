@@ -32,12 +32,11 @@ import numpy as np
 from vdbguard.attacks.alignment import ridge_map
 from vdbguard.attacks.base import l2_normalise
 from vdbguard.connectors.base import Connector
-from vdbguard.embedders import Embedder
+from vdbguard.embedders import SAME_TEXT, Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Severity
 
-SAME_TEXT = 0.98  # cosine of a vector and its own text re-embedded: 0.9999+ measured; batch padding aside
 MOSTLY = 0.5  # more records than this not matching their text: the embedder named is not the store's
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{2,}>|\[(?:REDACTED|[A-Z][A-Z_]{2,})\]|\*{4,}|█{2,}")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")

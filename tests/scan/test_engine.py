@@ -232,3 +232,33 @@ def test_severity_rules() -> None:
     assert severity_of({PiiType.PERSON, PiiType.EMAIL}, recovered_verbatim=False) is Severity.HIGH
     assert severity_of({PiiType.SSN}, recovered_verbatim=False) is Severity.HIGH
     assert severity_of({PiiType.PERSON, PiiType.MEDICAL}, recovered_verbatim=True) is Severity.CRITICAL
+
+
+def test_a_vector_made_from_its_redacted_text_is_not_a_high_finding(small_attacks, detector, embedder) -> None:
+    """A store that redacted before embedding: a probe that fires on "<PERSON>"'s context is capped at low,
+    because the vector holds no more than its text; the same text over a vector of the unredacted original
+    keeps its severity."""
+    from vdbguard.corpus import synthetic_pii
+    from vdbguard.transforms.redaction import redact_many
+
+    originals = [item.text for item in synthetic_pii(80, seed=31) if item.pii]
+    redacted = redact_many(originals)
+    changed = [(o, r) for o, r in zip(originals, redacted, strict=True) if o != r][:24]
+    originals, redacted = [o for o, _ in changed], [r for _, r in changed]
+    consistent = embedder.encode(redacted)
+    leaking = embedder.encode(originals)
+    records = [VectorRecord(f"c{i}", v, text=t) for i, (v, t) in enumerate(zip(consistent, redacted, strict=True))]
+    records += [VectorRecord(f"l{i}", v, text=t) for i, (v, t) in enumerate(zip(leaking, redacted, strict=True))]
+    scanner = Scanner(small_attacks, detector, dimension=384, source_embedder=embedder)
+    findings = {f.record_id: f for f in scanner.scan(ListConnector(records)).findings}
+    on_redacted = [f for rid, f in findings.items() if rid.startswith("c")]
+    on_leaking = [f for rid, f in findings.items() if rid.startswith("l")]
+    assert on_redacted, "the probes fire on some redacted texts' vectors (else this proves nothing)"
+    for finding in on_redacted:
+        assert finding.vector_matches_source is True
+        if not any(finding.confirmed_by_source.values()):
+            assert finding.severity == Severity.LOW
+    assert all(f.vector_matches_source is False for f in on_leaking)
+    assert sum(f.severity.rank > Severity.LOW.rank for f in on_leaking) > len(on_leaking) / 2
+    plain = Scanner(small_attacks, detector, dimension=384).scan(ListConnector(records[:1])).findings
+    assert all(f.vector_matches_source is None for f in plain), "not checked without the store's model"

@@ -14,6 +14,7 @@ from vdbguard.cache import cache_root, cached_json
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import Advance
 
+SAME_TEXT = 0.98  # cosine of a vector and its own text re-embedded: 0.9999+ measured; batch padding aside
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 _FINGERPRINT_PROBES = (
     "vdbguard fingerprint probe: the quick brown fox.",

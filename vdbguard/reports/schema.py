@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 class Severity(StrEnum):
@@ -63,6 +63,12 @@ class Finding(BaseModel):
     )
     inferred_attributes: list[InferredAttribute] = Field(
         default_factory=list, description="sensitive attributes inferred for a flagged record (schema 1.1)"
+    )
+    vector_matches_source: bool | None = Field(
+        default=None,
+        description="whether the stored vector is the embedder's vector of the stored text (re-embedded, cosine "
+        ">= 0.98): then the vector holds no more than the text, and a type the text does not contain is capped at "
+        "low severity; null when not checked (no text, or an embedder that cannot run here) (schema 1.4)",
     )
 
 

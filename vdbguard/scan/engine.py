@@ -21,6 +21,7 @@ import numpy as np
 from vdbguard.attacks import Attack, Inference
 from vdbguard.connectors.base import Connector
 from vdbguard.detectors.base import Detection, Detector
+from vdbguard.embedders import SAME_TEXT, Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
 from vdbguard.pii import PiiType
@@ -81,6 +82,7 @@ class Scanner:
         mask_pii: bool = True,
         verdict: StackedVerdict | None = None,
         policy: FindingPolicy | None = None,
+        source_embedder: Embedder | None = None,
     ) -> None:
         if not attacks:
             raise VdbguardError("no attacks to run", "pass at least one --attack")
@@ -90,6 +92,7 @@ class Scanner:
         self.mask_pii = mask_pii
         self.verdict = verdict
         self.policy = policy
+        self.source_embedder = source_embedder  # the store's own model: re-embeds a flagged record's text
 
     def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ScoreKey, float]]:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
@@ -120,6 +123,7 @@ class Scanner:
             "masked": self.mask_pii,
             "verdict": None if self.verdict is None else sorted((str(k), v) for k, v in self.verdict.cutoffs.items()),
             "policy": self.policy.settings() if self.policy else None,
+            "source_check": self.source_embedder is not None,
         }
 
     def attack_records(self, records: Sequence[VectorRecord]) -> list[RecordRow]:
@@ -214,11 +218,16 @@ class Scanner:
         ]
         verbatim = any(value.lower() in lowered for value in recovered_values)
         overrides = self.policy.severity_by_type if self.policy else None
+        severity = severity_of(flagged, recovered_verbatim=bool(text) and verbatim, overrides=overrides)
+        matches = self._vector_matches(record, text)
+        if matches and not flagged & source_types:  # the vector holds no more than a text without these types
+            severity = Severity.LOW
         return Finding(
             record_id=record.id,
             collection=record.collection,
             namespace=record.namespace,
-            severity=severity_of(flagged, recovered_verbatim=bool(text) and verbatim, overrides=overrides),
+            severity=severity,
+            vector_matches_source=matches,
             pii_types=sorted(t.value for t in flagged),
             evidence=evidence,
             recovered_words=[mask_if(word, self.mask_pii and word.lower() in pii_words) for word in recovered_words],
@@ -228,6 +237,17 @@ class Scanner:
             else sum(1 for word in set(recovered_words) if word in lowered),
             inferred_attributes=attributes,
         )
+
+
+    def _vector_matches(self, record: VectorRecord, text: str | None) -> bool | None:
+        """Whether the record's vector is the store's model's vector of its stored text (None: not checked)."""
+        if text is None or self.source_embedder is None or record.vector is None:
+            return None
+        vector = np.asarray(record.vector, dtype=np.float32)
+        if vector.shape != (self.source_embedder.dimension,):
+            return None
+        embedded = self.source_embedder.encode([text])[0]
+        return bool(float(embedded @ vector) / max(float(np.linalg.norm(vector)), 1e-12) >= SAME_TEXT)
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -415,6 +435,9 @@ def merge_findings(fast: Finding | None, deep: Finding | None) -> Finding | None
             if fast.confirmed_by_source is None
             else {**fast.confirmed_by_source, **(deep.confirmed_by_source or {})},
             "inferred_attributes": fast.inferred_attributes + deep.inferred_attributes,
+            "vector_matches_source": fast.vector_matches_source
+            if fast.vector_matches_source is not None
+            else deep.vector_matches_source,
         }
     )
 

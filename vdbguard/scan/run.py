@@ -155,7 +155,10 @@ def scan_collection(
             for attack in deep_attacks:
                 with_record_budget(attack, deep_record_seconds)
             dimension = info.dimension if embedder is None else embedder.dimension
-            return Scanner(deep_attacks, load_detector(detector), dimension, mask_pii=mask_pii, policy=policy)
+            pii_detector = load_detector(detector)
+            return Scanner(
+                deep_attacks, pii_detector, dimension, mask_pii=mask_pii, policy=policy, source_embedder=embedder
+            )
 
         deep = DeepTier(build_deep, *deep_budget, attack_names=list(deep_attack_names))
     result = scan_incrementally(
@@ -283,5 +286,7 @@ def _build_scanner(
             records=settings.verdict_records,
             progress=progress,
         )
-    scanner = Scanner(attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict, policy=policy)
+    scanner = Scanner(
+        attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict, policy=policy, source_embedder=embedder
+    )
     return {"scanner": scanner, "identity": identity, "calibration": None if calibrated is None else calibrated.report}
