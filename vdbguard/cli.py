@@ -491,13 +491,26 @@ def _run_job_file(config_file: Path) -> int:
     code = EXIT_CLEAN
     metrics_file = config.resolve(config.output.metrics_file)
     webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
+
+    def metrics_path(store: str, collection: str) -> Path:
+        assert metrics_file is not None
+        return metrics_file.with_name(f"{metrics_file.stem}-{store}-{collection}.prom")
+
+    def failed(store: str, collection: str, seconds: float) -> None:
+        """The failing collection's metrics say so (success 0, its last success kept); its error follows."""
+        if metrics_file is not None:
+            try:
+                write_metrics(metrics_path(store, collection), None, collection=collection, duration_s=seconds)
+            except VdbguardError as exc:
+                logging.getLogger(__name__).warning("%s", exc)
+
     with _progress() as progress:
-        for result in run_job(config, progress=progress):
+        for result in run_job(config, progress=progress, on_failure=failed):
             console.print(f"{result.store}/{result.collection}: reports in {result.out}")
             print_summary(result.report)
             _print_coverage(result.report)
             if metrics_file is not None:
-                path = metrics_file.with_name(f"{metrics_file.stem}-{result.store}-{result.collection}.prom")
+                path = metrics_path(result.store, result.collection)
                 write_metrics(path, result.report, collection=result.collection, duration_s=result.duration_s)
             if webhook:
                 post_webhook(webhook, webhook_payload(result.report, result.duration_s))

@@ -262,3 +262,25 @@ def test_a_vector_made_from_its_redacted_text_is_not_a_high_finding(small_attack
     assert sum(f.severity.rank > Severity.LOW.rank for f in on_leaking) > len(on_leaking) / 2
     plain = Scanner(small_attacks, detector, dimension=384).scan(ListConnector(records[:1])).findings
     assert all(f.vector_matches_source is None for f in plain), "not checked without the store's model"
+
+
+def test_a_state_in_use_by_another_process_is_refused_and_free_again_after(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from vdbguard.errors import VdbguardError
+
+    state = tmp_path / "scan.sqlite"
+    hold = "import pathlib, vdbguard.scan as v; s = v.ScanStore(pathlib.Path(%r)); print('held', flush=True); input()"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold % str(state)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(VdbguardError, match="another vdbguard process is using the state file"):
+            ScanStore(state)
+    finally:
+        holder.communicate("\n", timeout=30)
+    with ScanStore(state) as store:  # released when the other process ends
+        assert store.path == state
+    assert (tmp_path / "scan.sqlite.lock").stat().st_mode & 0o777 == 0o600

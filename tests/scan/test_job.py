@@ -149,3 +149,16 @@ expires = 2000-01-01
 
     code, output = run("scan", "--config", str(tmp_path / "job.toml"), "--collection", collection)
     assert code == 2 and "--config names its own stores" in output
+
+
+def test_a_failing_collection_of_a_job_marks_its_metrics_file(tmp_path: Path) -> None:
+    job = STARTER.replace('path = "chroma-data"', 'path = "no-such-store"').replace(
+        '# metrics_file = "/var/lib/node_exporter/textfile/vdbguard.prom"', 'metrics_file = "metrics/vdbguard.prom"'
+    )
+    (tmp_path / "job.toml").write_text(job)
+    result = CliRunner().invoke(main, ["scan", "--config", str(tmp_path / "job.toml")])
+    assert result.exit_code == 2, result.output
+    (prom,) = (tmp_path / "metrics").glob("vdbguard-*-tickets.prom")
+    assert "vdbguard_scan_success" in prom.read_text() and 'vdbguard_scan_success{collection="tickets"} 0' in (
+        prom.read_text()
+    )

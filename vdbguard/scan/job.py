@@ -7,10 +7,11 @@ suppressions hide accepted findings from the reports until they expire.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -83,11 +84,15 @@ def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple
 
 
 def run_job(
-    config: JobConfig, progress: ProgressSink | None = None, today: date | None = None
+    config: JobConfig,
+    progress: ProgressSink | None = None,
+    today: date | None = None,
+    on_failure: Callable[[str, str, float], None] | None = None,
 ) -> Iterator[CollectionResult]:
     """Scan every collection of the job in turn, yielding each one's report once it is written.
 
     Suppressions that expired before ``today`` no longer apply (``config.expired_suppressions`` lists them).
+    ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before the error.
     """
     from vdbguard.connectors import load_connector
     from vdbguard.embedders import DEFAULT_EMBEDDER
@@ -105,43 +110,56 @@ def run_job(
         connector_cls = load_connector(store.connector)
         for collection in store.collections:
             started = time.monotonic()
-            settings = store.connector_settings(collection, config.base_dir)
-            try:
-                connector = connector_cls(**settings)
-            except TypeError as exc:
-                raise VdbguardError(
-                    f"store {store.label!r}: the {store.connector} connector rejected its settings: "
-                    f"{scrub(str(exc), _secrets(store))}",
-                    "check [stores.options] against the connector's settings",
-                ) from exc
-            with connector:
-                model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
-                report = scan_collection(
-                    connector,
-                    connector_name=store.connector,
-                    location=str(config.resolve(store.path) or store.url),
-                    embedder=model,
-                    attack_names=attacks.fast,
-                    profile=job.profile,
-                    batch_size=job.batch_size,
-                    state_path=config.resolve(job.state),
-                    mask_pii=not config.output.show_pii,
-                    calibration=CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr),
-                    fused=job.verdict == "fused",
-                    progress=progress,
-                    sample=attacks.sample,
-                    deep_attack_names=attacks.deep,
-                    deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
-                    deep_record_seconds=attacks.deep_record_seconds,
-                    policy=policy,
-                )
-            report, open_types = apply_suppressions(report, suppressions)
-            if job.state is not None and open_types:
-                with ScanStore(config.resolve(job.state)) as state:
-                    state.save_report(report, open_types)
-            out = _output_dir(config, store, collection)
-            write_reports(report, out, config.output.formats)
+            with _failure_reported(on_failure, store.label, collection, started):
+                settings = store.connector_settings(collection, config.base_dir)
+                try:
+                    connector = connector_cls(**settings)
+                except TypeError as exc:
+                    raise VdbguardError(
+                        f"store {store.label!r}: the {store.connector} connector rejected its settings: "
+                        f"{scrub(str(exc), _secrets(store))}",
+                        "check [stores.options] against the connector's settings",
+                    ) from exc
+                with connector:
+                    model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
+                    report = scan_collection(
+                        connector,
+                        connector_name=store.connector,
+                        location=str(config.resolve(store.path) or store.url),
+                        embedder=model,
+                        attack_names=attacks.fast,
+                        profile=job.profile,
+                        batch_size=job.batch_size,
+                        state_path=config.resolve(job.state),
+                        mask_pii=not config.output.show_pii,
+                        calibration=CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr),
+                        fused=job.verdict == "fused",
+                        progress=progress,
+                        sample=attacks.sample,
+                        deep_attack_names=attacks.deep,
+                        deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
+                        deep_record_seconds=attacks.deep_record_seconds,
+                        policy=policy,
+                    )
+                report, open_types = apply_suppressions(report, suppressions)
+                if job.state is not None and open_types:
+                    with ScanStore(config.resolve(job.state)) as state:
+                        state.save_report(report, open_types)
+                out = _output_dir(config, store, collection)
+                write_reports(report, out, config.output.formats)
             yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
+
+
+@contextlib.contextmanager
+def _failure_reported(
+    on_failure: Callable[[str, str, float], None] | None, store: str, collection: str, started: float
+) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        if on_failure is not None:
+            on_failure(store, collection, time.monotonic() - started)
+        raise
 
 
 def _output_dir(config: JobConfig, store: StoreSettings, collection: str) -> Path:

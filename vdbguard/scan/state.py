@@ -141,6 +141,25 @@ def _create_owner_only(path: Path) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 
 
+def _hold_lock(path: Path) -> int | None:
+    """An exclusive lock on ``STATE.lock`` for as long as the state is open: two runs sharing one state would
+    share its run and cursor. None where the OS has no ``flock`` (the lock is then the user's to keep)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    descriptor = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise VdbguardError(
+            f"another vdbguard process is using the state file {path}",
+            "wait for it to finish (the last scheduled run may still be going), or give this run its own --state",
+        ) from None
+    return descriptor
+
+
 def _make_owner_only(path: Path) -> None:
     """An older state, once it proved to be one, made owner-only too."""
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -172,7 +191,16 @@ class ScanStore:
             path = Path(self._tmp.name) / "state.sqlite"
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock: int | None = None
         try:
+            self._open(path)
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _open(self, path: Path) -> None:
+        try:
+            self._lock = None if self._tmp is not None else _hold_lock(path)
             _create_owner_only(path)
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -186,6 +214,11 @@ class ScanStore:
                 f"{path} is not a vdbguard state file ({exc})",
                 "pass another state path; a JSON --state file from vdbguard < 0.2 cannot be reused: delete it",
             ) from exc
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
 
     def _check_schema(self) -> None:
         self.db.executescript(_SCHEMA)
@@ -206,6 +239,7 @@ class ScanStore:
 
     def close(self) -> None:
         self.db.close()
+        self._unlock()
         if self._tmp is not None:
             self._tmp.cleanup()
 
