@@ -12,6 +12,7 @@ import ipaddress
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,6 +125,13 @@ class TlsFront:
             return
         threading.Thread(target=_pipe, args=(backend, client), daemon=True).start()
         _pipe(client, backend)
+
+    def wait_for_handshake_failures(self, above: int, timeout: float = 10.0) -> bool:
+        """The server side sees a refused handshake a moment after the client gives up, in its own thread."""
+        deadline = time.monotonic() + timeout
+        while self.handshake_failures <= above and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.handshake_failures > above
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
