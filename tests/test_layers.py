@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("transforms",),
     ("attacks",),
     ("hooks",),
-    ("scan", "evaluate", "protect", "audit"),
+    ("scan", "evaluate", "protect", "audit", "subject"),
     ("demo", "cli"),
 )
 LAYER_OF = {unit: height for height, units in enumerate(LAYERS) for unit in units}

@@ -1071,6 +1071,153 @@ _plugin_list(
 _plugin_list("connectors", "Store connectors.", ("connector", "extra", "installed", "install with"), _connector_rows)
 
 
+def subject_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Who the request is about and how to look for them: shared by `subject find` and `subject erase`."""
+    for option in reversed(
+        (
+            click.option("--name", help="The person's full name, as it would be written in a record."),
+            click.option("--email", help="The person's email address."),
+            click.option("--phone", help="The person's phone number (matched on its digits)."),
+            click.option(
+                "--embedder",
+                default=DEFAULT_EMBEDDER,
+                show_default=True,
+                help="Model that made the vectors ('auto' to identify it; 'store' for one that cannot run here: "
+                "payload search only).",
+            ),
+            click.option(
+                "--attack",
+                "attack_names",
+                multiple=True,
+                default=("bag-of-words",),
+                show_default=True,
+                help="Inversion attack whose recovered words are matched against the name and email (repeatable; "
+                "'none' for none).",
+            ),
+            click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True),
+            click.option("--show-pii", is_flag=True, help="Show matched values unmasked (handle the output as PII!)."),
+            click.option(
+                "--out", type=click.Path(path_type=Path, dir_okay=False), help="Also write the result as JSON."
+            ),
+        )
+    ):
+        command = option(command)
+    return store_options(command)
+
+
+def _find_subject(
+    connector: Any,
+    collection: str,
+    identifiers: dict[str, str | None],
+    embedder: str,
+    attack_names: tuple[str, ...],
+    profile: str,
+    show_pii: bool,
+    out: Path | None,
+) -> tuple[Any, Any]:
+    """Search the open store for the subject and print (and write) what was found: (subject, search)."""
+    from vdbguard.attacks.training import trained_attacks
+    from vdbguard.cache import write_json_atomic
+    from vdbguard.scan import resolve_embedder
+    from vdbguard.subject import Subject, find_subject
+
+    subject = Subject(**identifiers)
+    model = resolve_embedder(connector, embedder)
+    names = [name for name in attack_names if name != "none"]
+    with _progress() as progress:
+        attacks = trained_attacks(model, names, profile=profile, progress=progress) if model and names else []
+    search = find_subject(connector, subject, model, collection, attacks, mask_pii=not show_pii)
+    rows = [
+        (record.id, evidence.method, evidence.detail, f"{evidence.score:g} / {evidence.threshold:g}")
+        for record in search.records
+        for evidence in record.evidence
+    ]
+    title = f"vdbguard subject find: {collection} ({search.records_read} records read)"
+    print_table(("record", "method", "evidence", "score / threshold"), rows, title=title)
+    for note in search.notes:
+        console.print(f"note: {escape(note)}")
+    console.print(f"{len(search.records)} records relate to {escape(' '.join(search.subject.values()))}")
+    if out is not None:
+        write_json_atomic(out, search.to_json(), indent=2)
+        console.print(f"written to {out}")
+    return subject, search
+
+
+@main.group()
+def subject() -> None:
+    """Data-subject requests: find the records about a person (payload, membership and inversion evidence),
+    and erase them with an audit log."""
+
+
+@subject.command("find")
+@subject_options
+@friendly_errors
+def subject_find(
+    connector_name: str,
+    collection: str,
+    path: Path | None,
+    url: str | None,
+    option: tuple[str, ...],
+    name: str | None,
+    email: str | None,
+    phone: str | None,
+    embedder: str,
+    attack_names: tuple[str, ...],
+    profile: str,
+    show_pii: bool,
+    out: Path | None,
+) -> None:
+    """List the records that relate to a person, each with its evidence (reads only)."""
+    identifiers = {"name": name, "email": email, "phone": phone}
+    with _open_connector(connector_name, collection, path, url, option) as connector:
+        _find_subject(connector, collection, identifiers, embedder, attack_names, profile, show_pii, out)
+
+
+@subject.command("erase")
+@subject_options
+@click.option(
+    "--audit-log",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="JSON-lines file the erasure is appended to (who, when, which ids, which evidence; the person only as "
+    "SHA-256 digests and masked forms).",
+)
+@click.option("--actor", help="Who asked for the erasure (default: the login name).")
+@click.option("--yes", is_flag=True, help="Delete for real; without it this is a dry run that deletes nothing.")
+@friendly_errors
+def subject_erase(
+    connector_name: str,
+    collection: str,
+    path: Path | None,
+    url: str | None,
+    option: tuple[str, ...],
+    name: str | None,
+    email: str | None,
+    phone: str | None,
+    embedder: str,
+    attack_names: tuple[str, ...],
+    profile: str,
+    show_pii: bool,
+    out: Path | None,
+    audit_log: Path,
+    actor: str | None,
+    yes: bool,
+) -> None:
+    """Delete the records `subject find` lists for a person: a dry run unless --yes, and logged either way."""
+    from vdbguard.subject import erase_subject
+
+    identifiers = {"name": name, "email": email, "phone": phone}
+    with _open_connector(connector_name, collection, path, url, option) as connector:
+        person, search = _find_subject(
+            connector, collection, identifiers, embedder, attack_names, profile, show_pii, out
+        )
+        if not yes:
+            console.print(f"dry run: {len(search.records)} records would be deleted; re-run with --yes to delete them")
+            return
+        deleted = erase_subject(connector, search, person, audit_log, redact_userinfo(str(path or url)), actor=actor)
+    console.print(f"deleted {len(deleted)} records; logged to {audit_log}")
+
+
 @main.group()
 def config() -> None:
     """Scan job files (vdbguard.toml): write a starter, check one, print the JSON Schema."""
