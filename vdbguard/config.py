@@ -11,6 +11,7 @@ import fnmatch
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from datetime import date
 from functools import cached_property
 from pathlib import Path
@@ -259,28 +260,60 @@ class JobConfig(_Strict):
 def load_job(path: Path) -> JobConfig:
     """Read and validate a job file; every problem is reported with its location in the file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except OSError as exc:
         raise VdbguardError(f"cannot read {path}: {exc.strerror}", "check the --config path") from exc
     except tomllib.TOMLDecodeError as exc:
         raise VdbguardError(f"{path} is not valid TOML: {exc}", "fix the syntax at that line") from exc
-    return parse_job(data, str(path)).model_copy(update={"base_dir": path.resolve().parent})
+    job = parse_job(data, str(path), key_lines(text))
+    return job.model_copy(update={"base_dir": path.resolve().parent})
 
 
-def parse_job(data: dict[str, Any], source: str) -> JobConfig:
-    """A parsed job file validated; every problem named with its location, whatever the values."""
+def parse_job(data: dict[str, Any], source: str, lines: Mapping[tuple[str | int, ...], int] | None = None) -> JobConfig:
+    """A parsed job file validated; every problem named with its location (and line, given ``lines``)."""
     try:
         return JobConfig.model_validate(data)
     except ValidationError as exc:
         raise VdbguardError(
-            f"{source} has {exc.error_count()} problem(s):\n" + describe_errors(exc),
+            f"{source} has {exc.error_count()} problem(s):\n" + describe_errors(exc, lines or {}),
             "`vdbguard config init` writes a commented example",
         ) from exc
 
 
-def describe_errors(exc: ValidationError) -> str:
-    """One line per problem: where in the file (``stores[1].url``) and what is wrong."""
-    lines = []
+_TABLE = re.compile(r"^\s*(\[\[?)\s*([^\[\]#]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
+
+
+def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
+    """The line of each table and key of a TOML file, by path: ``("stores", 1, "url") -> 14``.
+
+    tomllib keeps no positions; this reads the headers and ``key =`` lines, which is what a job file holds.
+    """
+    lines: dict[tuple[str | int, ...], int] = {}
+    tables_in_array: dict[tuple[str | int, ...], int] = {}
+    table: tuple[str | int, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if header := _TABLE.match(line):
+            path: tuple[str | int, ...] = ()
+            names = [name.strip().strip("\"'") for name in header.group(2).split(".")]
+            for i, name in enumerate(names):
+                path += (name,)
+                if i < len(names) - 1 and path in tables_in_array:  # [stores.options] belongs to the last [[stores]]
+                    path += (tables_in_array[path] - 1,)
+            if header.group(1) == "[[":
+                tables_in_array[path] = tables_in_array.get(path, 0) + 1
+                path += (tables_in_array[path] - 1,)
+            table = path
+            lines.setdefault(table, number)
+        elif key := _KEY.match(line):
+            lines.setdefault((*table, key.group(1).strip("\"'")), number)
+    return lines
+
+
+def describe_errors(exc: ValidationError, lines: Mapping[tuple[str | int, ...], int] | None = None) -> str:
+    """One line per problem: where in the file (``stores[1].url``, line 14) and what is wrong."""
+    described = []
     for error in exc.errors():
         location = ""
         for part in error["loc"]:
@@ -288,8 +321,18 @@ def describe_errors(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown setting (misspelt? see `vdbguard config init`)"
-        lines.append(f"  {location or '(top level)'}: {message}")
-    return "\n".join(lines)
+        line = _nearest_line(tuple(error["loc"]), lines or {})
+        where = f"{location or '(top level)'}" + (f" (line {line})" if line else "")
+        described.append(f"  {where}: {message}")
+    return "\n".join(described)
+
+
+def _nearest_line(location: tuple[str | int, ...], lines: Mapping[tuple[str | int, ...], int]) -> int | None:
+    """The line of the setting, or of the closest enclosing table that is in the file (a missing setting)."""
+    for end in range(len(location), 0, -1):
+        if location[:end] in lines:
+            return lines[location[:end]]
+    return None
 
 
 def job_schema() -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Scan jobs from vdbguard.toml: validation with locations, credentials by name, suppressions, outputs."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,15 +43,19 @@ def test_validate_names_every_problem_with_its_location(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text(bad)
     code, output = run("config", "validate", str(tmp_path / "bad.toml"))
     assert code == 2
-    for expected in (
-        "job.fail_on: Input should be",
-        "job.batchsize: unknown setting",
-        "stores[0].options: option 'password' looks like a credential",
-        "stores[0].url: the url holds credentials",
-        "attacks: unknown fast attack(s) ['nosuch']",
-        "allow.patterns: pattern '(unclosed' is not a regular expression",
+    numbered = bad.splitlines()
+    for setting, text in (("job.fail_on", 'fail_on = "hihg"'), ("job.batchsize", "batchsize = 3")):
+        line = next(i for i, row in enumerate(numbered, start=1) if row.startswith(text))
+        assert f"{setting} (line {line}):" in output, output
+    for where, expected in (
+        ("job.fail_on", "Input should be"),
+        ("job.batchsize", "unknown setting"),
+        ("stores[0].options", "option 'password' looks like a credential"),
+        ("stores[0].url", "the url holds credentials"),
+        ("attacks", "unknown fast attack(s) ['nosuch']"),
+        ("allow.patterns", "pattern '(unclosed' is not a regular expression"),
     ):
-        assert expected in output, output
+        assert re.search(rf"{re.escape(where)} \(line \d+\): {re.escape(expected)}", output), (where, output)
     assert "hunter2" not in output and "Traceback" not in output
     (tmp_path / "syntax.toml").write_text("[job\n")
     code, output = run("config", "validate", str(tmp_path / "syntax.toml"))
