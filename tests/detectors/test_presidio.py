@@ -57,3 +57,26 @@ def test_gazetteer_excludes_common_english_words() -> None:
     assert len(names) > 5000
     assert {"smith", "gonzalez"} <= names
     assert not {"will", "the", "printer", "computer"} & names
+
+
+def test_the_gazetteer_by_set_lookup_matches_presidios_own_deny_list() -> None:
+    from presidio_analyzer import PatternRecognizer
+
+    from vdbguard.corpus import human_sentences, synthetic_pii
+    from vdbguard.detectors.presidio import GAZETTEER_SCORE, word_list_recognizer
+
+    names = name_gazetteer()
+    presidio = PatternRecognizer(
+        supported_entity="NAME_GAZETTEER", deny_list=sorted(names), deny_list_score=GAZETTEER_SCORE
+    )
+    ours = word_list_recognizer("NAME_GAZETTEER", "NameGazetteerRecognizer", names, GAZETTEER_SCORE)
+    texts = [item.text.lower() for item in synthetic_pii(150, seed=11)] + human_sentences("holdout")[:150]
+    texts += ["smith2 _smith smith_ smith-jones O'Brien", "garcía garcia GARCIA\nmüller", "", "smith"]
+
+    def spans(recognizer, text: str) -> list[tuple[int, int, float]]:
+        found = recognizer.analyze(text=text, entities=["NAME_GAZETTEER"], nlp_artifacts=None)
+        return sorted((r.start, r.end, r.score) for r in found)
+
+    found = [spans(ours, text) for text in texts]
+    assert found == [spans(presidio, text) for text in texts]
+    assert sum(map(len, found)) > 100

@@ -88,6 +88,7 @@ class Scanner:
             raise VdbguardError("no attacks to run", "pass at least one --attack")
         self.attacks = list(attacks)
         self.detector = detector
+        self._detected: dict[str, list[Detection]] = {}
         self.dimension = dimension
         self.mask_pii = mask_pii
         self.verdict = verdict
@@ -137,9 +138,38 @@ class Scanner:
                 problem = RecordProblem(record_id=exc.record_id, field=exc.field, problem=exc.problem)
                 rows.append(RecordRow(record.id, record_digest(record), attacked=True, problem=problem))
         if usable:
-            for record, inferences in zip(usable, self._infer(usable, vectors), strict=True):
-                rows.append(self._row(record, inferences))
+            inferred = self._infer(usable, vectors)
+            texts = {i.recovered_text for inferences in inferred for i in inferences if i.recovered_text}
+            texts.update(text for record in usable if (text := record.source_text) is not None)
+            unique = sorted(texts)
+            self._detected = dict(zip(unique, self.detector.detect_many(unique), strict=True))
+            try:
+                claims = [self._allowed(self._candidates(inferences)) for inferences in inferred]
+                fused = self._fused(claims)
+                for record, inferences, candidates, probabilities in zip(usable, inferred, claims, fused, strict=True):
+                    rows.append(self._row(record, inferences, candidates, probabilities))
+            finally:
+                self._detected = {}
         return rows
+
+    def _allowed(self, candidates: list[Candidate]) -> list[Candidate]:
+        if self.policy is None:
+            return candidates
+        return [c for c in candidates if c.value is None or not self.policy.allows_value(c.value)]
+
+    def _fused(self, claims: Sequence[list[Candidate]]) -> list[dict[str, float] | None]:
+        """The stacked verdict's probability per PII type for each record, in one call for the batch."""
+        if self.verdict is None:
+            return [None] * len(claims)
+        probabilities = self.verdict.probabilities([_best_scores(candidates) for candidates in claims])
+        # rounded: a batch's matrix product can differ from a single row's in the last bit, and a resumed scan
+        # (other batches) must judge each record exactly as a clean one does
+        return [{pii_type: round(float(p[i]), 9) for pii_type, p in probabilities.items()} for i in range(len(claims))]
+
+    def _detect(self, text: str) -> list[Detection]:
+        """Detections of ``text``, from the batch's ``detect_many`` where it was in the batch."""
+        detections = self._detected.get(text)
+        return self.detector.detect(text) if detections is None else detections
 
     def _candidates(self, inferences: list[Inference]) -> list[Candidate]:
         """Every attack's claim about one record, before any threshold."""
@@ -156,20 +186,19 @@ class Scanner:
                 found.append(Candidate(attack, pii_type, round(bits, 2), detail))
             if inference.recovered_text:
                 word_scores = dict(inference.recovered_tokens)
-                for detection in self.detector.detect(inference.recovered_text):
+                for detection in self._detect(inference.recovered_text):
                     detail = f"{detection.recognizer} found {detection.pii_type.value} in the recovered words"
                     score = _detection_score(detection, word_scores)
                     found.append(Candidate(attack, detection.pii_type, score, detail, detection.value))
         return found
 
-    def _decide(self, candidates: list[Candidate]) -> list[Evidence]:
+    def _decide(self, candidates: list[Candidate], probabilities: dict[str, float] | None) -> list[Evidence]:
         evidence = [c.evidence(self.mask_pii) for c in candidates if c.over_threshold]
-        if self.verdict is None:
+        if self.verdict is None or probabilities is None:
             return evidence
-        scores = _best_scores(candidates)
         fused = []
-        for pii_type, probability in self.verdict.probabilities([scores]).items():
-            p, cutoff = float(probability[0]), self.verdict.cutoffs[pii_type]
+        for pii_type, p in probabilities.items():
+            cutoff = self.verdict.cutoffs[pii_type]
             if p >= cutoff:
                 attacks = ", ".join(self.verdict.models[pii_type].attacks)
                 detail = f"stacked model over {attacks}: P(text contains {pii_type}) = {p:.3f}"
@@ -177,21 +206,31 @@ class Scanner:
         decided = {e.pii_type for e in fused}
         return fused + [e for e in evidence if e.pii_type in decided]
 
-    def _row(self, record: VectorRecord, inferences: list[Inference]) -> RecordRow:
+    def _row(
+        self,
+        record: VectorRecord,
+        inferences: list[Inference],
+        candidates: list[Candidate],
+        probabilities: dict[str, float] | None,
+    ) -> RecordRow:
         text = record.source_text
-        source_types = set() if text is None else {d.pii_type for d in self.detector.detect(text)}
+        source_types = set() if text is None else {d.pii_type for d in self._detect(text)}
         row = RecordRow(
             record.id, record_digest(record), attacked=True, has_text=text is not None, has_pii=bool(source_types)
         )
         if self.policy is None or not self.policy.allows_record(record.id):
-            row.finding = self._finding(record, inferences, source_types)
+            row.finding = self._finding(record, inferences, source_types, candidates, probabilities)
         return row
 
-    def _finding(self, record: VectorRecord, inferences: list[Inference], source_types: set[PiiType]) -> Finding | None:
-        candidates = self._candidates(inferences)
-        if self.policy is not None:
-            candidates = [c for c in candidates if c.value is None or not self.policy.allows_value(c.value)]
-        evidence = self._decide(candidates)
+    def _finding(
+        self,
+        record: VectorRecord,
+        inferences: list[Inference],
+        source_types: set[PiiType],
+        candidates: list[Candidate],
+        probabilities: dict[str, float] | None,
+    ) -> Finding | None:
+        evidence = self._decide(candidates, probabilities)
         if not evidence:
             return None
         pii_words = {word for c in candidates if c.value is not None for word in _WORD.findall(c.value.lower())}
@@ -237,7 +276,6 @@ class Scanner:
             else sum(1 for word in set(recovered_words) if word in lowered),
             inferred_attributes=attributes,
         )
-
 
     def _vector_matches(self, record: VectorRecord, text: str | None) -> bool | None:
         """Whether the record's vector is the store's model's vector of its stored text (None: not checked)."""
