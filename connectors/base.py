@@ -48,6 +48,11 @@ class Connector(ABC):
             f"the {self.name} connector cannot delete records; delete them with the store's own client"
         )
 
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        """One nearest-neighbour search for ``vector`` that asks the store to return the hit's vector, as any
+        search client may: the vector returned, or None when the store leaves it out (``audit`` asks)."""
+        raise NotImplementedError(f"the {self.name} connector cannot run a search")
+
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         """Create the collection if it does not exist (for hooks and ``protect``); never alters an existing one."""
         raise NotImplementedError(f"the {self.name} connector cannot create collections")

@@ -188,6 +188,14 @@ class ChromaConnector(StoreCalls, Connector):
             extra={"tenant": self.tenant, "database": self.database, "location": self.location},
         )
 
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        found = self._call(
+            "query", self._reader().query, query_embeddings=[list(vector)], n_results=1, include=["embeddings"]
+        )
+        embeddings = found.get("embeddings")
+        hits = embeddings[0] if embeddings is not None and len(embeddings) else None
+        return None if hits is None or not len(hits) or hits[0] is None else [float(x) for x in hits[0]]
+
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
         """Pages of ``batch_size`` records in Chroma's storage order.
 

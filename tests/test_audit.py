@@ -92,13 +92,14 @@ def test_an_embedded_store_other_users_can_read_is_a_finding(embedder, tmp_path:
 
 
 def test_a_server_that_serves_vectors_without_credentials_is_a_high_finding(tmp_path: Path) -> None:
-    """The real qdrant-client against the REST double, once with API keys required and once without."""
+    """The real qdrant-client against the REST double, once with API keys required and searches that return
+    vectors, once with no key and searches that do not (as behind a proxy that strips them)."""
     from qdrant_client import QdrantClient, models
 
     from tests.connectors.doubles.qdrant_rest import QdrantRestDouble
 
-    for api_key, expected in (("audit-key-7f3a", []), (None, ["high"])):
-        double = QdrantRestDouble(api_key=api_key)
+    for api_key, expected, query_vectors in (("audit-key-7f3a", [], True), (None, ["high"], False)):
+        double = QdrantRestDouble(api_key=api_key, query_vectors=query_vectors)
         url = double.start()
         try:
             client = QdrantClient(url=url, api_key=api_key, check_compatibility=False)
@@ -111,7 +112,9 @@ def test_a_server_that_serves_vectors_without_credentials_is_a_high_finding(tmp_
             assert result.exit_code == 0, result.output
             audit = json.loads(out.read_text())
             assert [f["severity"] for f in audit["findings"] if f["check"] == "access"] == expected
-            assert not [n for n in audit["notes"] if "unauthenticated" in n]
+            assert not [n for n in audit["notes"] if "unauthenticated" in n or "search" in n]
+            searches = [f["severity"] for f in audit["findings"] if f["check"] == "query endpoint"]
+            assert searches == (["low"] if query_vectors else [])
             assert api_key is None or api_key not in out.read_text() + result.output
         finally:
             double.stop()

@@ -134,6 +134,30 @@ def access_findings(
     ], []
 
 
+def query_findings(connector: Connector, vector: np.ndarray) -> tuple[list[AuditFinding], list[str]]:
+    """Whether a search returns the stored vectors of its hits (Qdrant ``with_vectors``, Chroma ``include``):
+    then any key that may search can also collect vectors, a query at a time, and invert them."""
+    try:
+        returned = connector.query_vector(vector.tolist())
+    except NotImplementedError as exc:
+        return [], [f"whether searches return stored vectors is not checked: {exc}"]
+    except VdbguardError as exc:
+        return [], [f"whether searches return stored vectors could not be checked: {exc.message}"]
+    if returned is None:
+        return [], []
+    return [
+        AuditFinding(
+            "query endpoint",
+            Severity.LOW,
+            "a search returns the stored vectors of its hits when asked: every key or application that may search "
+            "can collect vectors (one query at a time, with random query vectors) and invert them, not only keys "
+            "that may read the collection",
+            "let applications search through a service of your own that strips vectors from results, and keep "
+            "the store's own API keys for the few jobs that need raw vectors",
+        )
+    ], []
+
+
 def _file_access_findings(path: Path) -> list[AuditFinding]:
     readable = [p for p in (path, *(path.rglob("*") if path.is_dir() else ())) if p.stat().st_mode & 0o004]
     if not readable:
@@ -164,6 +188,16 @@ def _records_with_text(connector: Connector, limit: int) -> Iterator[tuple[Vecto
             seen += 1
             if seen >= limit:
                 return
+
+
+def _first_vector(connector: Connector) -> np.ndarray | None:
+    for batch in connector.iter_batches(batch_size=16):
+        for record in batch.records:
+            try:
+                return record.checked_vector()
+            except RecordError:
+                continue
+    return None
 
 
 def consistency_findings(
@@ -283,7 +317,11 @@ def audit_collection(
     info = connector.describe()
     access, access_notes = access_findings(connector_name, location, open_anonymous)
     consistency, notes, checked = consistency_findings(connector, embedder, sample)
-    notes = [*access_notes, *notes]
+    query, query_notes = [], []
+    if open_anonymous is not None:  # a server: whoever reads an embedded store's files has every vector anyway
+        stored = _first_vector(connector)
+        query, query_notes = query_findings(connector, stored) if stored is not None else ([], [])
+    notes = [*access_notes, *query_notes, *notes]
     return AuditReport(
         connector=connector_name,
         collection=info.name,
@@ -291,6 +329,6 @@ def audit_collection(
         embedder=embedder.name,
         records=info.count or 0,
         texts_checked=checked,
-        findings=[*transport_findings(location), *access, *consistency],
+        findings=[*transport_findings(location), *access, *query, *consistency],
         notes=notes,
     )

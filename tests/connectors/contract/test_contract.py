@@ -197,6 +197,23 @@ def test_delete_removes_exactly_the_given_ids(backend: Backend) -> None:
     assert sorted(left) == sorted(r.id for i, r in enumerate(records) if i not in (1, 4))
 
 
+def test_a_search_for_a_stored_vector_returns_that_vector(backend: Backend) -> None:
+    """What ``audit`` asks a store: will a search hand back the hit's stored vector?"""
+    name = fresh_name("query")
+    records = make_records(6, seed=17, namespaces=("ns-a",) if backend.namespaces else ())
+    fill(backend, name, records)
+    with backend.connector(name) as connector:
+        try:
+            found = connector.query_vector(records[3].vector.tolist())
+        except NotImplementedError as exc:
+            assert "cannot run a search" in str(exc)
+            pytest.skip(f"{backend.connector_name}: no search")
+    assert found is not None
+    got, want = np.asarray(found, dtype=np.float64), records[3].vector.astype(np.float64)
+    # as the store keeps it: a cosine collection may keep it normalised
+    assert float(got @ want / (np.linalg.norm(got) * np.linalg.norm(want))) > 0.9999
+
+
 def test_named_vectors(backend: Backend) -> None:
     if not backend.named_vectors:
         pytest.skip(f"{backend.id} stores one vector per record")

@@ -9,8 +9,9 @@ client's response parser accepts.
 What it implements is only what the vdbguard connector uses: ``GET /`` (version), ``GET
 /collections``, ``GET /collections/{name}``, ``GET /collections/{name}/exists``, ``PUT
 /collections/{name}`` (create), ``DELETE /collections/{name}``, ``PUT /collections/{name}/points``
-(upsert), ``POST /collections/{name}/points/scroll`` and ``POST /collections/{name}/points/count``,
-for dense float32 vectors (unnamed or named), without filters. Behaviour copied from the server:
+(upsert), ``POST /collections/{name}/points/scroll``, ``/points/count``, ``/points/delete`` and
+``/points/query`` (a plain dense query vector, ranked by the vector's distance), for dense float32
+vectors (unnamed or named), without filters. Behaviour copied from the server:
 
 - point ids are unsigned integers or UUIDs (any spelling, stored canonical); scroll returns points
   ordered by id, integers first, then UUIDs by their 128-bit value, and ``next_page_offset`` is the
@@ -93,8 +94,11 @@ def _point_id(value: Any) -> int | str:
 class QdrantRestDouble:
     """``start()`` binds 127.0.0.1 on a free port and returns the base URL; ``stop()`` shuts it down."""
 
-    def __init__(self, *, api_key: str | None = None, read_only_api_key: str | None = None) -> None:
+    def __init__(
+        self, *, api_key: str | None = None, read_only_api_key: str | None = None, query_vectors: bool = True
+    ) -> None:
         self.api_key = api_key
+        self.query_vectors = query_vectors  # False: as behind a proxy that strips vectors from search results
         self.read_only_api_key = read_only_api_key
         self.collections: dict[str, _Collection] = {}
         self.writes = 0
@@ -185,6 +189,7 @@ class QdrantRestDouble:
             ("POST", "/points/scroll"): self._scroll,
             ("POST", "/points/count"): self._count,
             ("POST", "/points/delete"): self._delete_points,
+            ("POST", "/points/query"): self._query,
         }
         handler = routes.get((method, rest))
         if handler is None:
@@ -323,6 +328,46 @@ class QdrantRestDouble:
             records = [self._record(collection, i, request.with_payload, request.with_vector) for i in chosen[:limit]]
         next_offset = chosen[limit] if len(chosen) > limit else None
         return models.ScrollResult(points=records, next_page_offset=next_offset)
+
+    def _query(self, name: str, body: bytes) -> models.QueryResponse:
+        """Nearest neighbours of a plain dense query vector, by the vector's own distance (cosine, dot, euclid)."""
+        request = _parse(models.QueryRequest, body or b"{}")
+        if request.filter is not None or request.prefetch is not None or request.offset:
+            raise _Error(400, "Wrong input: the test double does not implement filter, prefetch or offset")
+        query = request.query.nearest if isinstance(request.query, models.NearestQuery) else request.query
+        if not isinstance(query, list) or not all(isinstance(x, int | float) for x in query):
+            raise _Error(400, "Wrong input: the test double answers dense vector queries only")
+        with self._lock:
+            collection = self._collection(name)
+            using = request.using or ""
+            if using not in collection.dense:
+                raise _Error(400, f"Wrong input: Not existing vector name error: {using}")
+            target = np.asarray(query, dtype=np.float32)
+            distance = collection.dense[using].distance
+            scored = []
+            for point_id, (vectors, _) in collection.points.items():
+                if using not in vectors:
+                    continue
+                stored = vectors[using]
+                if distance == models.Distance.EUCLID:
+                    score = float(np.linalg.norm(stored - target))
+                elif distance == models.Distance.COSINE:
+                    score = float(stored @ target / max(np.linalg.norm(stored) * np.linalg.norm(target), 1e-12))
+                else:
+                    score = float(stored @ target)
+                scored.append((score, point_id))
+            scored.sort(key=lambda pair: pair[0], reverse=distance != models.Distance.EUCLID)
+            limit = 10 if request.limit is None else request.limit
+            points = []
+            for score, point_id in scored[:limit]:
+                with_vector = request.with_vector if self.query_vectors else False
+                record = self._record(collection, point_id, request.with_payload or False, with_vector)
+                points.append(
+                    models.ScoredPoint(
+                        id=point_id, version=0, score=score, payload=record.payload, vector=record.vector
+                    )
+                )
+        return models.QueryResponse(points=points)
 
     @staticmethod
     def _record(collection: _Collection, point_id: int | str, with_payload: Any, with_vector: Any) -> models.Record:
