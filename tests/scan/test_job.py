@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import http_recorder
 from vdbguard.cli import main
 from vdbguard.config import STARTER, load_job
 from vdbguard.errors import VdbguardError
@@ -139,7 +140,14 @@ reason = "was accepted"
 owner = "privacy@example.com"
 expires = 2000-01-01
 """
-    code, output = run("scan", "--config", str(_job(tmp_path, path, collection, suppressions)))
+    hook = 'webhook_env = "TEST_VDBGUARD_HOOK"\n'
+    with http_recorder() as (base, posted):
+        url = base.replace("http://", "http://hook-user:pa55word@") + "/hooks/s3cr3tpath"
+        job = _job(tmp_path, path, collection, hook + suppressions)
+        code, output = run("scan", "--config", str(job), env={"TEST_VDBGUARD_HOOK": url})
+    (request,) = posted
+    assert request["path"] == "/hooks/s3cr3tpath" and json.loads(request["body"])["records_scanned"] == 120
+    assert "pa55word" not in output and "s3cr3tpath" not in output
     second = Report.model_validate_json(report_file.read_text())
     ids = {f.record_id for f in second.findings}
     assert accepted.record_id not in ids and expired.record_id in ids
