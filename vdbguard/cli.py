@@ -1105,42 +1105,40 @@ def subject_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return store_options(command)
 
 
-def _find_subject(
-    connector: Any,
-    collection: str,
-    identifiers: dict[str, str | None],
-    embedder: str,
-    attack_names: tuple[str, ...],
-    profile: str,
-    show_pii: bool,
-    out: Path | None,
-) -> tuple[Any, Any]:
-    """Search the open store for the subject and print (and write) what was found: (subject, search)."""
+@contextlib.contextmanager
+def _subject_search(options: dict[str, Any]) -> Iterator[tuple[Any, Any, Any]]:
+    """Open the store, search it for the subject and print (and write) what was found; yields (connector,
+    subject, search) with the store still open."""
     from vdbguard.attacks.training import trained_attacks
     from vdbguard.cache import write_json_atomic
     from vdbguard.scan import resolve_embedder
     from vdbguard.subject import Subject, find_subject
 
-    subject = Subject(**identifiers)
-    model = resolve_embedder(connector, embedder)
-    names = [name for name in attack_names if name != "none"]
-    with _progress() as progress:
-        attacks = trained_attacks(model, names, profile=profile, progress=progress) if model and names else []
-    search = find_subject(connector, subject, model, collection, attacks, mask_pii=not show_pii)
-    rows = [
-        (record.id, evidence.method, evidence.detail, f"{evidence.score:g} / {evidence.threshold:g}")
-        for record in search.records
-        for evidence in record.evidence
-    ]
-    title = f"vdbguard subject find: {collection} ({search.records_read} records read)"
-    print_table(("record", "method", "evidence", "score / threshold"), rows, title=title)
-    for note in search.notes:
-        console.print(f"note: {escape(note)}")
-    console.print(f"{len(search.records)} records relate to {escape(' '.join(search.subject.values()))}")
-    if out is not None:
-        write_json_atomic(out, search.to_json(), indent=2)
-        console.print(f"written to {out}")
-    return subject, search
+    subject = Subject(name=options["name"], email=options["email"], phone=options["phone"])
+    collection = options["collection"]
+    store = (options["connector_name"], collection, options["path"], options["url"], options["option"])
+    with _open_connector(*store) as connector:
+        model = resolve_embedder(connector, options["embedder"])
+        names = [name for name in options["attack_names"] if name != "none"]
+        with _progress() as progress:
+            attacks = (
+                trained_attacks(model, names, profile=options["profile"], progress=progress) if model and names else []
+            )
+        search = find_subject(connector, subject, model, collection, attacks, mask_pii=not options["show_pii"])
+        rows = [
+            (record.id, evidence.method, evidence.detail, f"{evidence.score:g} / {evidence.threshold:g}")
+            for record in search.records
+            for evidence in record.evidence
+        ]
+        title = f"vdbguard subject find: {collection} ({search.records_read} records read)"
+        print_table(("record", "method", "evidence", "score / threshold"), rows, title=title)
+        for note in search.notes:
+            console.print(f"note: {escape(note)}")
+        console.print(f"{len(search.records)} records relate to {escape(' '.join(search.subject.values()))}")
+        if options["out"] is not None:
+            write_json_atomic(options["out"], search.to_json(), indent=2)
+            console.print(f"written to {options['out']}")
+        yield connector, subject, search
 
 
 @main.group()
@@ -1152,25 +1150,10 @@ def subject() -> None:
 @subject.command("find")
 @subject_options
 @friendly_errors
-def subject_find(
-    connector_name: str,
-    collection: str,
-    path: Path | None,
-    url: str | None,
-    option: tuple[str, ...],
-    name: str | None,
-    email: str | None,
-    phone: str | None,
-    embedder: str,
-    attack_names: tuple[str, ...],
-    profile: str,
-    show_pii: bool,
-    out: Path | None,
-) -> None:
+def subject_find(**options: Any) -> None:
     """List the records that relate to a person, each with its evidence (reads only)."""
-    identifiers = {"name": name, "email": email, "phone": phone}
-    with _open_connector(connector_name, collection, path, url, option) as connector:
-        _find_subject(connector, collection, identifiers, embedder, attack_names, profile, show_pii, out)
+    with _subject_search(options):
+        pass
 
 
 @subject.command("erase")
@@ -1185,36 +1168,16 @@ def subject_find(
 @click.option("--actor", help="Who asked for the erasure (default: the login name).")
 @click.option("--yes", is_flag=True, help="Delete for real; without it this is a dry run that deletes nothing.")
 @friendly_errors
-def subject_erase(
-    connector_name: str,
-    collection: str,
-    path: Path | None,
-    url: str | None,
-    option: tuple[str, ...],
-    name: str | None,
-    email: str | None,
-    phone: str | None,
-    embedder: str,
-    attack_names: tuple[str, ...],
-    profile: str,
-    show_pii: bool,
-    out: Path | None,
-    audit_log: Path,
-    actor: str | None,
-    yes: bool,
-) -> None:
-    """Delete the records `subject find` lists for a person: a dry run unless --yes, and logged either way."""
+def subject_erase(audit_log: Path, actor: str | None, yes: bool, **options: Any) -> None:
+    """Delete the records `subject find` lists for a person: a dry run unless --yes; a deletion is logged."""
     from vdbguard.subject import erase_subject
 
-    identifiers = {"name": name, "email": email, "phone": phone}
-    with _open_connector(connector_name, collection, path, url, option) as connector:
-        person, search = _find_subject(
-            connector, collection, identifiers, embedder, attack_names, profile, show_pii, out
-        )
+    with _subject_search(options) as (connector, person, search):
         if not yes:
             console.print(f"dry run: {len(search.records)} records would be deleted; re-run with --yes to delete them")
             return
-        deleted = erase_subject(connector, search, person, audit_log, redact_userinfo(str(path or url)), actor=actor)
+        location = redact_userinfo(str(options["path"] or options["url"]))
+        deleted = erase_subject(connector, search, person, audit_log, location, actor=actor)
     console.print(f"deleted {len(deleted)} records; logged to {audit_log}")
 
 
