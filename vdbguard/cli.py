@@ -411,6 +411,8 @@ def scan(
     from vdbguard.scan.owner import CalibrationOptions
 
     writable_dir(out)
+    if state is not None:
+        writable_dir(state.parent, "the --state folder")
     started = time.monotonic()
     with _metrics_on_failure(metrics_file, collection, started), _resume_hint(state):
         connector = _open_connector(connector_name, collection, path, url, option)

@@ -92,3 +92,7 @@ def test_an_output_folder_that_cannot_be_written_stops_the_scan_before_it_starts
     result = CliRunner().invoke(main, [*args, "--out", str(target), "--state", str(state)])
     assert result.exit_code == 2 and "cannot write to --out" in result.output, result.output
     assert "nothing was scanned" in result.output and not state.exists()
+    elsewhere = tmp_path / "out"
+    result = CliRunner().invoke(main, [*args, "--out", str(elsewhere), "--state", str(target / "scan.sqlite")])
+    assert result.exit_code == 2 and "cannot write to the --state folder" in result.output, result.output
+    assert "nothing was scanned" in result.output and "resume" not in result.output

@@ -8,6 +8,7 @@ they catch a verdict that flags everything or nothing, not a point of recall.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +112,9 @@ def test_owner_calibration_judges_records_without_text_and_can_be_reused(
 ) -> None:
     records, truth = store(embedder)
     saved = tmp_path / "calibration"
+    saved.mkdir(mode=0o755)  # a folder the user made: the calibration describes the store, so it becomes owner-only
     report = scan(records, embedder, mode="on", sample=WITH_TEXT, target_fpr=SMALL_STORE_FPR, save_to=saved)
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o700
 
     calibration = report.calibration
     assert calibration is not None and calibration.used and calibration.records_labelled == WITH_TEXT

@@ -106,6 +106,8 @@ def run_job(
     for store in config.stores:
         for collection in store.collections:
             writable_dir(_output_dir(config, store, collection), "output.dir")
+    if job.state is not None:
+        writable_dir(config.resolve(job.state).parent, "the job.state folder")
     for store in config.stores:
         connector_cls = load_connector(store.connector)
         for collection in store.collections:
