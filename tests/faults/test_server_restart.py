@@ -78,7 +78,9 @@ def test_a_server_gone_for_good_stops_the_scan_with_exit_2_and_a_state_that_resu
     assert len(flagged) == len(set(flagged))
 
 
-def test_a_postgresql_restart_mid_scan_is_retried_and_the_scan_completes(small_attacks, tmp_path: Path) -> None:
+def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2_and_resumes(
+    small_attacks, tmp_path: Path
+) -> None:
     from vdbguard.connectors.pgvector import PgvectorConnector
 
     from tests.connectors.contract.backend_pgvector import SCRIPT, USER, PgvectorServer
@@ -110,6 +112,27 @@ def test_a_postgresql_restart_mid_scan_is_retried_and_the_scan_completes(small_a
         output = log.read_text()
         assert "retry" in output, "the scan met the stopped server and retried"
         assert server.password not in output
+        assert sorted(state_ids(state)) == sorted(r.id for r in records)
+
+        # gone for good: exit 2, a clear error without the password, and a state that resumes once it is back
+        state, log = tmp_path / "gone.sqlite", tmp_path / "gone.log"
+        command = scan_command(server.url(), tmp_path / "out-gone", state, connector="pgvector")
+        scan = _start(command, log)
+        _wait_for_progress(scan, state)
+        subprocess.run(["bash", str(SCRIPT), "stop", str(server.dir)], check=True, capture_output=True, timeout=120)
+        assert scan.wait(timeout=300) == 2, log.read_text()[-3000:]
+        output = log.read_text()
+        assert "Traceback" not in output and server.password not in output, output[-3000:]
+        assert "run the same command again to resume" in " ".join(output.split())
+        assert PROGRESS <= len(state_ids(state)) < RECORDS
+        subprocess.run(
+            ["bash", str(SCRIPT), "start", str(server.dir), str(server.port)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            env={**os.environ, **credentials},
+        )
+        assert _start(command, log).wait(timeout=600) in (0, 1), log.read_text()[-3000:]
         assert sorted(state_ids(state)) == sorted(r.id for r in records)
     finally:
         server.stop()
