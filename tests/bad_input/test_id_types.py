@@ -1,5 +1,7 @@
 """Ids of the types a store allows are read whole, paged in order and resumed exactly: PostgreSQL integer,
-bigint, uuid and text keys (a real server)."""
+bigint, uuid and text keys (a real server), LanceDB int64, int32 and string ids, Milvus Lite int64 and VARCHAR
+primary keys, Pinecone's ASCII string ids (through its SDK and the REST double). Weaviate allows UUIDs only,
+which the contract suite uses for every store."""
 
 from __future__ import annotations
 
@@ -57,3 +59,96 @@ def test_pgvector_keys_of_every_type_are_read_once_and_resume_exactly(server: An
             pages = resumed.iter_batches(batch_size=3, resume_from=batches[cut].cursor)
             rest = [r.id for b in pages for r in b.records]
         assert ids[: cut + 1] + rest == ids, f"resuming after {ids[cut]!r}"
+
+
+def _read_and_resume(make: Any, expected: list[str], vectors: dict[str, list[float]]) -> None:
+    """Every id once, each vector bit for bit; a resume from every page's cursor continues exactly."""
+    with make() as connector:
+        batches = list(connector.iter_batches(batch_size=1))
+    ids = [r.id for b in batches for r in b.records]
+    assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids))
+    for record in (r for b in batches for r in b.records):
+        np.testing.assert_array_equal(record.vector, np.array(vectors[record.id], np.float32))
+    for cut in range(len(batches)):
+        with make() as resumed:
+            rest = [
+                r.id for b in resumed.iter_batches(batch_size=3, resume_from=batches[cut].cursor) for r in b.records
+            ]
+        assert ids[: cut + 1] + rest == ids, f"resuming after {ids[cut]!r}"
+
+
+LANCE_KEYS: dict[str, tuple[str, list[Any]]] = {
+    "int64": ("int64", [-(2**63), 0, 2**53 + 1, 2**63 - 1]),
+    "int32": ("int32", [-5, 0, 7, 2**31 - 1]),
+    "string": ("string", ["", "Ä-ümlaut", "id with spaces", "9"]),
+}
+
+
+@pytest.mark.parametrize("key_type", list(LANCE_KEYS))
+def test_lancedb_keys_of_every_type_are_read_once_and_resume_exactly(key_type: str, tmp_path: Path) -> None:
+    lancedb = pytest.importorskip("lancedb")
+    import pyarrow as pa
+    from vdbguard.connectors.lancedb import LanceDBConnector
+
+    arrow_type, keys = LANCE_KEYS[key_type]
+    vectors = [[float(i + 1), 1.0, 1.0, 1.0] for i in range(len(keys))]
+    table = pa.table(
+        {
+            "id": pa.array(keys, type=getattr(pa, arrow_type)()),
+            "vector": pa.array(vectors, type=pa.list_(pa.float32(), DIM)),
+        }
+    )
+    lancedb.connect(tmp_path / "lance").create_table("keys", data=table)
+    expected = [str(key) for key in keys]
+    _read_and_resume(
+        lambda: LanceDBConnector(collection="keys", path=tmp_path / "lance"),
+        expected,
+        dict(zip(expected, vectors, strict=True)),
+    )
+
+
+@pytest.mark.parametrize("key_type", ["int64", "varchar"])
+def test_milvus_keys_of_every_type_are_read_once_and_resume_exactly(key_type: str, tmp_path: Path) -> None:
+    pymilvus = pytest.importorskip("pymilvus")
+    from vdbguard.connectors.milvus import MilvusConnector
+
+    keys: list[Any] = (
+        [-(2**63), 0, 2**53 + 1, 2**63 - 1] if key_type == "int64" else ["a", "Ä-ümlaut", "id with spaces", "9"]
+    )
+    client = pymilvus.MilvusClient(str(tmp_path / "store.db"))
+    schema = client.create_schema(auto_id=False)
+    if key_type == "int64":
+        schema.add_field("id", pymilvus.DataType.INT64, is_primary=True)
+    else:
+        schema.add_field("id", pymilvus.DataType.VARCHAR, is_primary=True, max_length=64)
+    schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=DIM)
+    index = client.prepare_index_params()
+    index.add_index("vector", index_type="FLAT", metric_type="L2")
+    client.create_collection("keys", schema=schema, index_params=index)
+    vectors = [[float(i + 1), 1.0, 1.0, 1.0] for i in range(len(keys))]
+    client.insert("keys", [{"id": key, "vector": vector} for key, vector in zip(keys, vectors, strict=True)])
+    client.close()
+    expected = [str(key) for key in keys]
+    _read_and_resume(
+        lambda: MilvusConnector(collection="keys", path=tmp_path / "store.db"),
+        expected,
+        dict(zip(expected, vectors, strict=True)),
+    )
+
+
+def test_pinecone_string_ids_of_any_shape_are_read_once_and_resume_exactly() -> None:
+    """Pinecone ids are ASCII strings up to 512 characters (its SDK refuses others): the SDK against the double."""
+    pytest.importorskip("pinecone")
+    from vdbguard.connectors.pinecone import PineconeConnector
+
+    from tests.connectors.doubles.pinecone_rest import PineconeDouble
+    from vdbguard.records import VectorRecord
+
+    keys = ["id with spaces", "a/b?c=d&e#f%20", "9", "x" * 512, "10", "-", "tab\there"]
+    vectors = [[float(i + 1), 1.0, 1.0, 1.0] for i in range(len(keys))]
+    with PineconeDouble(api_key="pcsk-ids") as double:
+        settings = {"collection": "keys", "url": double.url, "api_key": "pcsk-ids"}
+        with PineconeConnector(**settings) as writer:
+            writer.ensure_collection(DIM, "cosine")
+            writer.upsert([VectorRecord(k, np.array(v, np.float32)) for k, v in zip(keys, vectors, strict=True)])
+        _read_and_resume(lambda: PineconeConnector(**settings), keys, dict(zip(keys, vectors, strict=True)))
