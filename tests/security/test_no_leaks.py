@@ -47,13 +47,15 @@ def _leaks(outputs: dict[str, bytes], values: dict[str, str]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("log_format", ["text", "json"])
+@pytest.mark.parametrize(("log_format", "show_pii"), [("text", False), ("json", False), ("text", True)])
 def test_no_planted_value_in_any_report_state_or_log_line(
-    planted_store: Path, small_attacks, tmp_path: Path, log_format: str
+    planted_store: Path, small_attacks, tmp_path: Path, log_format: str, show_pii: bool
 ) -> None:
+    """With --show-pii, recovered PII may show (that is what it is for); secrets and stored text never do."""
     out, state = tmp_path / "out", tmp_path / "scan.sqlite"
     args = ["-v", "--log-format", log_format, "scan", "--connector", "chroma", "--path", str(planted_store)]
     args += ["--collection", "tickets", "--profile", "small", "--out", str(out), "--state", str(state)]
+    args += ["--show-pii"] if show_pii else []
     result = subprocess.run(
         vdbguard_command(*args, "--format", "json,md,html,sarif,csv", "--fail-on", "never"),
         env=cli_env(),
@@ -66,7 +68,9 @@ def test_no_planted_value_in_any_report_state_or_log_line(
     outputs |= {p.name: p.read_bytes() for p in tmp_path.glob("scan.sqlite*") if p.is_file()}
     outputs["output"] = (result.stdout + result.stderr).encode()
     assert b"Bjarni" not in outputs["output"], "the scan's own log lines carry no stored text"
-    assert _leaks(outputs, PLANTED) == []
+    secrets = {k: v for k, v in PLANTED.items() if k in ("api key", "password")}
+    assert _leaks(outputs, secrets if show_pii else PLANTED) == []
+    assert outputs["report.csv"].startswith(b"# WARNING: unmasked PII") == show_pii
 
 
 def test_a_failing_connection_never_shows_the_url_password(tmp_path: Path) -> None:
@@ -121,3 +125,24 @@ def test_an_api_key_from_the_environment_never_shows_in_output(tmp_path: Path) -
             assert QDRANT_KEY not in result.stdout + result.stderr
     finally:
         double.stop()
+
+
+def test_subject_find_and_erase_show_the_person_only_when_asked(planted_store: Path, small_attacks, tmp_path: Path):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(planted_store, store)
+    args = ["-v", "subject", "erase", "--connector", "chroma", "--path", str(store), "--collection", "tickets"]
+    args += ["--name", PLANTED["name"], "--email", PLANTED["email"], "--profile", "small"]
+    args += ["--audit-log", str(tmp_path / "erasures.jsonl"), "--out", str(tmp_path / "found.json")]
+    shown = subprocess.run(vdbguard_command(*args, "--show-pii"), env=cli_env(), capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert PLANTED["name"] in " ".join(shown.stdout.split()), "--show-pii shows the matched name"
+    secrets = {k: v for k, v in PLANTED.items() if k in ("api key", "password", "phone")}
+    assert _leaks({"output": (shown.stdout + shown.stderr).encode()}, secrets) == []
+    erased = subprocess.run(vdbguard_command(*args, "--yes"), env=cli_env(), capture_output=True, text=True)
+    assert erased.returncode == 0, erased.stderr[-2000:]
+    outputs = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    outputs["output"] = (erased.stdout + erased.stderr).encode()
+    assert set(outputs) == {"erasures.jsonl", "found.json", "output"}
+    assert _leaks(outputs, PLANTED) == [] and b"Bjarni" not in b"".join(outputs.values())
