@@ -124,7 +124,13 @@ class MilvusConnector(StoreCalls, Connector):
         else:
             assert url is not None
             self._store = _Server(url, self._token, db_name, self.timeout, self._failed)
-            Tls(tls_verify, self._store.location).system_roots_only("milvus", "no CA file is passed to pymilvus yet")
+            tls = Tls(tls_verify, self._store.location)
+            if not tls.verify:
+                raise VdbguardError(
+                    "the milvus connector cannot turn TLS verification off (pymilvus' gRPC channel always checks)",
+                    "pass --ca-cert with the CA that signed the server's certificate instead of --insecure",
+                )
+            self._store.ca_file = tls.ca_file
         self.location = self._store.location
         self._schemas: dict[int, _Schema] = {}
 
@@ -347,10 +353,14 @@ class _Server(ServerStore):
         self._db_name = db_name
         self._timeout = timeout
         self._failed = failed
+        self.ca_file: str | None = None  # a private CA's PEM file; None: the system's roots
 
     def _connect(self) -> Any:
+        # pymilvus shares connections by address and token alone, whatever CA they trusted: one that trusts a
+        # private CA gets its own
+        tls = {"secure": True, "server_pem_path": self.ca_file, "dedicated": True} if self.ca_file else {}
         try:
-            return MilvusClient(uri=self._url, token=self._token, db_name=self._db_name, timeout=self._timeout)
+            return MilvusClient(uri=self._url, token=self._token, db_name=self._db_name, timeout=self._timeout, **tls)
         except Exception as exc:
             raise self._failed("connect", exc) from exc
 

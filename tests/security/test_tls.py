@@ -225,11 +225,39 @@ def test_pgvector_verifies_a_remote_server_unless_the_url_says_otherwise(caplog:
     assert "verification is OFF" in caplog.text
 
 
-@pytest.mark.parametrize(("name", "url"), [("weaviate", "https://127.0.0.1:1"), ("milvus", "https://127.0.0.1:1")])
-def test_connectors_that_verify_against_system_roots_only_refuse_a_ca_or_insecure(
-    name: str, url: str, certificates: Certificates
-) -> None:
-    connector = load_connector(name)
+def test_weaviate_verifies_against_system_roots_only_and_refuses_a_ca_or_insecure(certificates: Certificates) -> None:
+    connector = load_connector("weaviate")
     for tls_verify in (str(certificates.ca), False):
         with pytest.raises(VdbguardError, match="system's CAs only"):
-            connector(collection="notes", url=url, tls_verify=tls_verify)
+            connector(collection="notes", url="https://127.0.0.1:1", tls_verify=tls_verify)
+
+
+def test_milvus_verifies_the_server_certificate_over_grpc(certificates: Certificates, tmp_path: Path) -> None:
+    """pymilvus' own gRPC channel through a TLS front (h2) to the Milvus Lite gRPC server."""
+    pytest.importorskip("pymilvus")
+    from tests.connectors.contract.backend_milvus import MilvusLiteServer
+
+    server = MilvusLiteServer(tmp_path)
+    server.start()
+    front = TlsFront(certificates, server.port)
+    milvus = load_connector("milvus")
+    try:
+        with milvus(collection="notes", url=server.url) as plain:
+            plain.ensure_collection(DIM, "cosine")
+            plain.upsert([VectorRecord(str(i), np.full(DIM, i + 1, np.float32)) for i in range(3)])
+        url = f"https://127.0.0.1:{front.port}"
+        assert _read_ids(milvus(collection="notes", url=url, tls_verify=str(certificates.ca), timeout=5)) == [
+            "0",
+            "1",
+            "2",
+        ]
+        for refused in ({}, {"tls_verify": str(certificates.other_ca)}):
+            failures = front.handshake_failures
+            with pytest.raises(ConnectorError):
+                _read_ids(milvus(collection="notes", url=url, timeout=5, **refused))
+            assert front.wait_for_handshake_failures(above=failures), "the client must have refused the certificate"
+        with pytest.raises(VdbguardError, match="--ca-cert"):
+            milvus(collection="notes", url=url, tls_verify=False)
+    finally:
+        front.close()
+        server.stop()
