@@ -90,6 +90,13 @@ def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2
         server.start()
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
+    credentials = {"PGVECTOR_USER": USER, "PGVECTOR_PASSWORD": server.password}
+
+    def pg(action: str) -> None:
+        """Stop or start the same server (data folder and port) with the packaged script."""
+        command = ["bash", str(SCRIPT), action, str(server.dir)] + ([str(server.port)] if action == "start" else [])
+        subprocess.run(command, check=True, capture_output=True, timeout=120, env={**os.environ, **credentials})
+
     try:
         records = store_records(RECORDS, seed=7)
         with PgvectorConnector(collection="tickets", url=server.url()) as writer:
@@ -98,16 +105,9 @@ def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2
         state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
         scan = _start(scan_command(server.url(), tmp_path / "out", state, connector="pgvector"), log)
         _wait_for_progress(scan, state)
-        subprocess.run(["bash", str(SCRIPT), "stop", str(server.dir)], check=True, capture_output=True, timeout=120)
+        pg("stop")
         time.sleep(4)
-        credentials = {"PGVECTOR_USER": USER, "PGVECTOR_PASSWORD": server.password}
-        subprocess.run(
-            ["bash", str(SCRIPT), "start", str(server.dir), str(server.port)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-            env={**os.environ, **credentials},
-        )
+        pg("start")
         assert scan.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
         output = log.read_text()
         assert "retry" in output, "the scan met the stopped server and retried"
@@ -119,19 +119,13 @@ def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2
         command = scan_command(server.url(), tmp_path / "out-gone", state, connector="pgvector")
         scan = _start(command, log)
         _wait_for_progress(scan, state)
-        subprocess.run(["bash", str(SCRIPT), "stop", str(server.dir)], check=True, capture_output=True, timeout=120)
+        pg("stop")
         assert scan.wait(timeout=300) == 2, log.read_text()[-3000:]
         output = log.read_text()
         assert "Traceback" not in output and server.password not in output, output[-3000:]
         assert "run the same command again to resume" in " ".join(output.split())
         assert PROGRESS <= len(state_ids(state)) < RECORDS
-        subprocess.run(
-            ["bash", str(SCRIPT), "start", str(server.dir), str(server.port)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-            env={**os.environ, **credentials},
-        )
+        pg("start")
         assert _start(command, log).wait(timeout=600) in (0, 1), log.read_text()[-3000:]
         assert sorted(state_ids(state)) == sorted(r.id for r in records)
     finally:
