@@ -7,11 +7,12 @@ re-scan attacks only records that are new or changed since the last run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -98,7 +99,9 @@ class Scanner:
     def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ScoreKey, float]]:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
         vectors = [record.checked_vector(self.dimension) for record in records]
-        return [_best_scores(self._candidates(row)) for row in self._infer(records, vectors)]
+        inferred = self._infer(records, vectors)
+        with self._detected_in(_recovered_texts(inferred)):
+            return [_best_scores(self._candidates(row)) for row in inferred]
 
     def _infer(self, records: Sequence[VectorRecord], vectors: Sequence[np.ndarray]) -> list[list[Inference]]:
         """Every attack on the whole batch at once; one list of inferences (one per attack) per record."""
@@ -139,18 +142,23 @@ class Scanner:
                 rows.append(RecordRow(record.id, record_digest(record), attacked=True, problem=problem))
         if usable:
             inferred = self._infer(usable, vectors)
-            texts = {i.recovered_text for inferences in inferred for i in inferences if i.recovered_text}
-            texts.update(text for record in usable if (text := record.source_text) is not None)
-            unique = sorted(texts)
-            self._detected = dict(zip(unique, self.detector.detect_many(unique), strict=True))
-            try:
+            stored = {text for record in usable if (text := record.source_text) is not None}
+            with self._detected_in(_recovered_texts(inferred) | stored):
                 claims = [self._allowed(self._candidates(inferences)) for inferences in inferred]
                 fused = self._fused(claims)
                 for record, inferences, candidates, probabilities in zip(usable, inferred, claims, fused, strict=True):
                     rows.append(self._row(record, inferences, candidates, probabilities))
-            finally:
-                self._detected = {}
         return rows
+
+    @contextlib.contextmanager
+    def _detected_in(self, texts: set[str]) -> Iterator[None]:
+        """Detect PII in a page's texts with one ``detect_many`` call (spaCy's pipe), for ``_detect`` to look up."""
+        unique = sorted(texts)
+        self._detected = dict(zip(unique, self.detector.detect_many(unique), strict=True))
+        try:
+            yield
+        finally:
+            self._detected = {}
 
     def _allowed(self, candidates: list[Candidate]) -> list[Candidate]:
         if self.policy is None:
@@ -561,6 +569,10 @@ class Candidate:
             detail=self.detail,
             recovered=None if self.value is None else mask_if(self.value, mask_pii),
         )
+
+
+def _recovered_texts(inferred: Sequence[Sequence[Inference]]) -> set[str]:
+    return {i.recovered_text for inferences in inferred for i in inferences if i.recovered_text}
 
 
 def _best_scores(candidates: Sequence[Candidate]) -> dict[ScoreKey, float]:
