@@ -1,12 +1,14 @@
 """Data-subject find (issue #15): per-record recall for people a store holds, and how often a person it does not
 hold gets any record, with the text kept and with the text redacted (the vector made before redaction).
 
-The store (embedded Chroma): held-out-locale PII sentences (en_NZ / en_IN names, no training locale) plus
-chatterbot and, when ``../shared/tools/real-text`` works, Debian lines as records about nobody. Present people
-are named in the store; absent people come from the same locales and are not. A record "relates" to a person
-when its PII labels hold their full name.
+The store (embedded Chroma): records that name people, plus chatterbot and, when ``../shared/tools/real-text``
+works, Debian lines as records about nobody. ``--source real``: real docstring sentences of the calibration-split
+packages with a name placed where real text carries one ("Tested by ...", "Credit goes to ..."; our frames, not
+our sentences; calibration-split Faker locales). ``--source templates``: our template sentences with en_NZ /
+en_IN names (a smoke test). Present people are named in the store; absent people come from the same source and
+locales and are not. A record "relates" to a person when its PII labels hold their full name.
 
-    OMP_NUM_THREADS=1 python benchmarks/subject.py --out bench-subject --people 60
+    OMP_NUM_THREADS=1 python benchmarks/subject.py --out bench-subject --people 60 --source real
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 from vdbguard.connectors import load_connector
 
 from vdbguard.attacks.training import trained_attacks
-from vdbguard.corpus import human_sentences, synthetic_pii
+from vdbguard.corpus import LabelledText, human_sentences, synthetic_pii
+from vdbguard.corpus.real import real_corpus
 from vdbguard.embedders import Embedder
 from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
@@ -58,9 +61,19 @@ def _debian(out: Path, n: int) -> list[str]:
     return random.Random(1).sample(lines, min(n, len(lines)))
 
 
-def build_store(path: Path, embedder: Embedder, n_pii: int, redact: bool, out: Path) -> tuple[dict[str, set[str]], int]:
+def named_items(source: str, n: int, seed: int) -> list[LabelledText]:
+    if source == "real":
+        items = real_corpus(n, 0, seed=seed, split="calibration")
+    else:
+        items = synthetic_pii(n, seed=seed, locales=HELDOUT_LOCALES)
+    return [item for item in items if _names(item.values)]
+
+
+def build_store(
+    path: Path, embedder: Embedder, n_pii: int, redact: bool, out: Path, source: str
+) -> tuple[dict[str, set[str]], int]:
     """Write the store; return which record ids name each full name, and the store size."""
-    pii = [item for item in synthetic_pii(n_pii, seed=999, locales=HELDOUT_LOCALES) if _names(item.values)]
+    pii = named_items(source, n_pii, seed=999 if source == "templates" else 12)
     others = human_sentences("holdout")[: n_pii // 2] + _debian(out, n_pii)
     texts = [item.text for item in pii] + others
     stored = [_redacted(item.text, item.values) if redact else item.text for item in pii] + others
@@ -81,15 +94,11 @@ def build_store(path: Path, embedder: Embedder, n_pii: int, redact: bool, out: P
 
 
 def run(condition: str, args: argparse.Namespace, embedder: Embedder, attacks: Sequence[Any]) -> dict[str, Any]:
-    store = args.out / f"store-{condition.replace(' ', '-')}"
-    owners, size = build_store(store, embedder, args.pii_records, condition == "redacted", args.out)
+    store = args.out / f"store-{args.source}-{condition.replace(' ', '-')}"
+    owners, size = build_store(store, embedder, args.pii_records, condition == "redacted", args.out, args.source)
     rng = random.Random(0)
     present = rng.sample(sorted(owners), min(args.people, len(owners)))
-    absent_pool = {
-        n
-        for item in synthetic_pii(3 * args.pii_records, seed=4242, locales=HELDOUT_LOCALES)
-        for n in _names(item.values)
-    }
+    absent_pool = {n for item in named_items(args.source, 3 * args.pii_records, seed=4242) for n in _names(item.values)}
     absent = rng.sample(sorted(absent_pool - set(owners)), args.people)
     per_method: dict[str, list[int]] = {}
     relevant = hits = extra = 0
@@ -132,12 +141,13 @@ def main() -> None:
     parser.add_argument("--pii-records", type=int, default=400)
     parser.add_argument("--attack", action="append", default=None, help="inversion attacks (default bag-of-words)")
     parser.add_argument("--profile", default="small")
+    parser.add_argument("--source", choices=("real", "templates"), default="real")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     embedder = Embedder()
     attacks = trained_attacks(embedder, args.attack or ["bag-of-words"], profile=args.profile)
     results = [run(condition, args, embedder, attacks) for condition in ("text kept", "redacted")]
-    summary = {"attacks": [a.name for a in attacks], "profile": args.profile, "results": results}
+    summary = {"attacks": [a.name for a in attacks], "profile": args.profile, "source": args.source, "results": results}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
 
