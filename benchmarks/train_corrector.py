@@ -1,27 +1,36 @@
 """Train the universal corrector (``vdbguard.attacks.corrector``) and measure it on the dev split.
 
 Training pairs: real sentences of ``real_corpus(split="train")`` (never the calibration split, never the
-held-out benchmark sets), each with a hypothesis shaped like inversion output (``corrupt``) or, for the first
-``--gradient-pairs`` sentences, the real output of ``GradientInversion(steps=40)``; cosines and leave-one-out
-marks come from the real embedders (``--embedders``, e.g. ``all-MiniLM-L6-v2,all-mpnet-base-v2=0.2``: a name
-with an optional share of the corrupted pairs). Pairs are built in chunks cached under ``--out``, and training
-checkpoints there too, so an interrupted run resumes where it stopped (``--no-resume`` starts over).
+held-out benchmark sets), each with a hypothesis shaped like inversion output (``corrupt``), or the real output of
+``GradientInversion(steps=40)`` (``--gradient-pairs``) or of ``AdversarialDecoding`` at the scan's 1.8 CPU-second
+budget (``--adversarial-pairs``, other sentences); cosines and leave-one-out marks come from the real embedders
+(``--embedders``, e.g. ``all-MiniLM-L6-v2,all-mpnet-base-v2=0.2``: a name with an optional share of the corrupted
+pairs). Pairs are built in chunks cached under ``--out``, and training checkpoints there too, so an interrupted
+run resumes where it stopped (``--no-resume`` starts over). ``--pairs-only`` stops after the pairs, for training
+on an accelerator with ``benchmarks/train_corrector_gpu.py``; ``--weights FILE`` measures weights trained there.
 
-Dev evaluation (calibration split, sentences of 4-22 words): (1) ``--eval-corrupted`` sentences corrupted the
-same way: token F1 and cosine of the hypothesis, the greedy correction, and ``refine``; (2) the real thing:
-``AdversarialDecoding(beam_width=3, top_k=10, max_tokens=16, refine_rounds=0)`` on ``--eval-records``
-sentences, then ``refine`` with the trained corrector, and, as controls with the same loop and query count,
-the untrained SmolLM2 (zero LoRA) and no proposals at all (only the leave-one-out deletions refine scores
-anyway). Every refined record and the corrupted-dev figures are cached under ``--out`` (keyed by the weights'
-hash), so an interrupted evaluation resumes. Prints JSON and writes ``--out/results.json``; ``--ship`` copies the
+Evaluation: ``AdversarialDecoding(beam_width=3, top_k=10, max_tokens=16, refine_rounds=0)`` on ``--eval-records``
+sentences (the dev split, calibration sentences of 4-22 words, or ``--eval-data``'s held-out rows), then
+``refine`` with the trained corrector, and, as controls with the same loop, the untrained SmolLM2 (zero LoRA) and
+no proposals at all (only the leave-one-out deletions refine scores anyway). On the dev split also
+``--eval-corrupted`` sentences corrupted the training way: the hypothesis, the greedy correction and ``refine``.
+Every refined record is cached under ``--out`` (the trained one keyed by the weights' hash), so an interrupted
+evaluation resumes. Prints JSON and writes ``--out/results-SET.json``; ``--ship`` (dev split only) copies the
 weights into ``vdbguard/data`` only when the trained corrector beats adversarial decoding and both controls.
 
-The weights measured in BENCHMARKS.md were trained with (1 thread, resumable; the same command again only
-evaluates; building the pairs took ~20 CPU-minutes, training 35). They beat both controls by less than noise
-(24 records: one rewrite kept), so none are packaged:
+The packaged weights (BENCHMARKS.md, "Universal corrector") were trained on an H200 from pairs built here:
 
-    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python benchmarks/train_corrector.py --max-seconds 2100 \
-        --embedders all-MiniLM-L6-v2,all-mpnet-base-v2=0.15 --eval-records 24 --eval-corrupted 16 --out build/corrector
+    export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
+    python benchmarks/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 24000 \
+        --embedders all-MiniLM-L6-v2=0.85     # stopped at 16,000 for lack of time
+    python benchmarks/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 1500 \
+        --embedders all-mpnet-base-v2
+    python benchmarks/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 0 \
+        --adversarial-pairs 3000 [--seed 1]   # stopped at 1,175 + 200
+    python benchmarks/train_corrector_gpu.py --pairs build/corrector-gpu --out build/corrector-gpu-out \
+        --max-seconds 450 --batch-size 96 --lr 1e-3 --checkpoint-seconds 25
+    python benchmarks/train_corrector.py --weights build/corrector-gpu-out/corrector.safetensors \
+        --eval-records 24 --eval-corrupted 16 [--ship]
 """
 
 from __future__ import annotations
@@ -66,6 +75,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--embedders", default="all-MiniLM-L6-v2", help="NAME[=SHARE],... scoring the pairs")
     parser.add_argument("--pairs", type=int, default=5000, help="corrupted training pairs")
     parser.add_argument("--gradient-pairs", type=int, default=300, help="pairs from real gradient inversion")
+    parser.add_argument(
+        "--adversarial-pairs", type=int, default=0, help="pairs from real adversarial decoding (scan's default budget)"
+    )
+    parser.add_argument("--pairs-only", action="store_true", help="build and cache the pairs, then stop")
+    parser.add_argument("--weights", type=Path, help="measure these trained weights (train_corrector_gpu.py) instead")
     parser.add_argument("--out", type=Path, default=Path("build/corrector"))
     parser.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--rank", type=int, default=8)
@@ -74,6 +88,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-records", type=int, default=12, help="adversarial-decoding dev records")
+    parser.add_argument(
+        "--eval-data", type=Path, help='held-out JSONL ({"text": ...}, e.g. benchmarks/attacks.py\'s debian-slow.jsonl)'
+    )
     parser.add_argument("--eval-corrupted", type=int, default=24, help="corrupted dev records")
     parser.add_argument("--rounds", type=int, default=3, help="refine rounds")
     parser.add_argument("--candidates", type=int, default=8, help="proposals per refine round")
@@ -117,13 +134,19 @@ def save_chunk(path: Path, pairs: list[Pair]) -> list[Pair]:
     return pairs
 
 
-def gradient_pairs(texts: list[str], embedder: Embedder, threads: int) -> list[Pair]:
-    """Real white-box gradient-inversion outputs (the bags adversarial decoding is seeded with) as hypotheses."""
-    attack = GradientInversion(steps=40, threads=threads)
+def attack_pairs(attack, kind: str, texts: list[str], embedder: Embedder) -> list[Pair]:
+    """A real attack's outputs as hypotheses: ``gradient`` (white-box, 40 steps: the bags adversarial decoding
+    is seeded with) or ``adversarial`` (adversarial decoding at the scan's 1.8 CPU-second budget: what the
+    corrector refines in a scan)."""
     attack.embedder = embedder
     found = attack.infer(embedder.encode(texts))
     kept = [(t, i.recovered_text) for t, i in zip(texts, found, strict=True) if i.recovered_text.strip()]
-    return score_pairs([t for t, _ in kept], [h for _, h in kept], embedder, ["gradient"] * len(kept))
+    return score_pairs([t for t, _ in kept], [h for _, h in kept], embedder, [kind] * len(kept))
+
+
+def adversarial_texts(count: int, seed: int) -> list[str]:
+    """Training-split sentences drawn apart from the corrupted ones (another seed), at most 24 words."""
+    return [t for t in train_texts(count + count // 2, seed + 1000) if len(t.split()) <= 24][:count]
 
 
 def pairs_dir(args: argparse.Namespace) -> Path:
@@ -152,8 +175,18 @@ def build_pairs(args: argparse.Namespace, embedders: dict[str, Embedder]) -> lis
     for start in range(0, len(gradient_texts), CHUNK):
         part = gradient_texts[start : start + CHUNK]
         path = pairs_dir(args) / f"gradient-{slug(first.name)}-{args.seed}-{start}-{len(part)}.jsonl"
-        pairs += load_chunk(path) or save_chunk(path, gradient_pairs(part, first, args.threads))
+        pairs += load_chunk(path) or save_chunk(
+            path, attack_pairs(GradientInversion(steps=40, threads=args.threads), "gradient", part, first)
+        )
         log(f"pairs: {len(pairs)} (gradient inversion)")
+    adversarial = adversarial_texts(args.adversarial_pairs, args.seed) if args.adversarial_pairs else []
+    for start in range(0, len(adversarial), CHUNK // 4):
+        part = adversarial[start : start + CHUNK // 4]
+        path = args.out / f"adversarial-{slug(first.name)}-v{AdversarialDecoding.version}-{args.seed}-{start}.jsonl"
+        pairs += load_chunk(path) or save_chunk(
+            path, attack_pairs(AdversarialDecoding(max_seconds=1.8, threads=args.threads), "adversarial", part, first)
+        )
+        log(f"pairs: {len(pairs)} (adversarial decoding)")
     offset = 0
     for name, count in shares(args.embedders, args.pairs):
         lexicon: Lexicon | None = None
@@ -220,16 +253,24 @@ def evaluate_corrupted(args, corrector: UniversalCorrector, embedder: Embedder, 
     }
 
 
+def eval_name(args: argparse.Namespace) -> str:
+    """Which sentences the adversarial-decoding evaluation runs on: the dev split, or --eval-data's."""
+    return slug(args.eval_data.stem) if args.eval_data else "dev"
+
+
 AD_SETTINGS = {"beam_width": 3, "top_k": 10, "max_tokens": 16, "refine_rounds": 0}
 
 
 def adversarial_hypotheses(args, embedder: Embedder) -> tuple[list[str], list[str], float]:
     """Adversarial decoding's guesses for the dev sentences, with the cheap settings (cached per attack version)."""
-    path = args.out / f"ad-dev-v{AdversarialDecoding.version}-{args.eval_records}.json"
+    path = args.out / f"ad-{eval_name(args)}-v{AdversarialDecoding.version}-{args.eval_records}.json"
     if path.exists():
         saved = json.loads(path.read_text())
         return saved["texts"], saved["hypotheses"], saved["queries_per_record"]
-    texts = dev_texts(args.eval_records, seed=5)
+    if args.eval_data:
+        texts = [json.loads(line)["text"] for line in args.eval_data.open() if line.strip()][: args.eval_records]
+    else:
+        texts = dev_texts(args.eval_records, seed=5)
     attack = AdversarialDecoding(**AD_SETTINGS, threads=args.threads)
     attack.embedder = embedder
     found = attack.infer(embedder.encode(texts))
@@ -243,7 +284,7 @@ def adversarial_hypotheses(args, embedder: Embedder) -> tuple[list[str], list[st
 def refined(args, name: str, make: Callable[[], Proposer], hypotheses: list[str], targets, embedder) -> list[dict]:
     """``refine`` of every hypothesis, one line per record appended to a cache under --out as it is done, so an
     interrupted evaluation resumes (``name`` must change whenever the proposer does)."""
-    path = args.out / f"refine-{name}-{args.rounds}x{args.candidates}-{len(hypotheses)}.jsonl"
+    path = args.out / f"refine-{eval_name(args)}-{name}-{args.rounds}x{args.candidates}-{len(hypotheses)}.jsonl"
     done = [json.loads(line) for line in path.open()] if path.exists() else []
     proposer = make() if len(done) < len(hypotheses) else None
     with path.open("a") as out:
@@ -293,19 +334,13 @@ def evaluate_adversarial(args, proposers: dict[str, Callable[[], Proposer]], emb
     return result
 
 
-def main() -> None:
-    args = parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    if not args.resume:
-        for stale in [*args.out.glob("corrector-*.pt"), *args.out.glob("pairs-*/*.json*")]:
-            stale.unlink()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    embedders = {name: Embedder(name) for name, _ in shares(args.embedders, 1)}
+def train(args: argparse.Namespace, embedders: dict[str, Embedder]) -> tuple[UniversalCorrector | None, dict]:
+    """Build the pairs and train on the CPU (``None`` with ``--pairs-only``)."""
     pairs = build_pairs(args, embedders)
     kinds = {kind: sum(p.kind == kind for p in pairs) for kind in sorted({p.kind for p in pairs})}
     log(f"{len(pairs)} pairs: {kinds}")
+    if args.pairs_only:
+        return None, {}
     config = CorrectorConfig(lora_rank=args.rank, lora_alpha=2.0 * args.rank)
     corrector = UniversalCorrector(config, threads=args.threads)
     facts: dict[str, object] = corrector.train(
@@ -331,37 +366,63 @@ def main() -> None:
     }
     log(f"trained: {facts}")
     corrector.save(args.out / "corrector.safetensors", facts)
+    return corrector, facts
+
+
+def main() -> None:
+    args = parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.resume:
+        for stale in [*args.out.glob("corrector-*.pt"), *args.out.glob("pairs-*/*.json*")]:
+            stale.unlink()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    embedders = {name: Embedder(name) for name, _ in shares(args.embedders, 1)}
+    if args.weights:
+        corrector = UniversalCorrector.load(args.weights, threads=args.threads)
+        config, facts = corrector.config, dict(corrector.facts)
+        args.out = args.weights.parent
+    else:
+        corrector, facts = train(args, embedders)
+        if corrector is None:
+            return
+        config = corrector.config
     if not args.eval:
         return
     first = next(iter(embedders.values()))
-    lexicon = cached_lexicon(args, first)
-    weights = hashlib.sha256((args.out / "corrector.safetensors").read_bytes()).hexdigest()[:12]
+    weights_file = args.weights or args.out / "corrector.safetensors"
+    weights = hashlib.sha256(weights_file.read_bytes()).hexdigest()[:12]
     results: dict[str, object] = {"training": facts}
-    cached = args.out / f"corrupted-{weights}-{args.eval_corrupted}.json"  # training-dependent: keyed by weights
-    if not cached.exists():
-        cached.write_text(json.dumps(evaluate_corrupted(args, corrector, first, lexicon)))
-    results["corrupted_dev"] = json.loads(cached.read_text())
-    log(f"corrupted dev: {results['corrupted_dev']}")
     proposers: dict[str, Callable[[], Proposer]] = {
         "deletions_only": NoProposals,
         "untrained_smollm2": lambda: UniversalCorrector(config, threads=args.threads),  # zero LoRA
         f"trained-{weights}": lambda: corrector,
     }
     adversarial = evaluate_adversarial(args, proposers, first)
-    results["adversarial_dev"] = adversarial
-    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    results["adversarial_" + eval_name(args)] = adversarial
+    if args.eval_corrupted and not args.eval_data:
+        cached = args.out / f"corrupted-{weights}-{args.eval_corrupted}.json"  # training-dependent: keyed by weights
+        if not cached.exists():
+            lexicon = cached_lexicon(args, first)
+            cached.write_text(json.dumps(evaluate_corrupted(args, corrector, first, lexicon)))
+        results["corrupted_dev"] = json.loads(cached.read_text())
+        log(f"corrupted dev: {results['corrupted_dev']}")
+    (args.out / f"results-{eval_name(args)}.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     trained = adversarial["trained"]
     baselines = [adversarial[name] for name in ("adversarial_decoding", "untrained_smollm2", "deletions_only")]
     gain = all(trained["token_f1"] > b["token_f1"] or trained["cosine"] > b["cosine"] for b in baselines)  # type: ignore[index]
-    if args.ship and gain:
+    if args.ship and args.eval_data:
+        log("--ship decides on the dev split only: run again without --eval-data")
+    elif args.ship and gain:
         facts["dev"] = {
             "adversarial_decoding_hypotheses": {k: v for k, v in adversarial.items() if k != "records"},
             "adversarial_decoding_settings": {**AD_SETTINGS, "version": AdversarialDecoding.version},
-            "corrupted": {k: v for k, v in results["corrupted_dev"].items() if k != "examples"},  # type: ignore[union-attr]
+            "corrupted": {k: v for k, v in results.get("corrupted_dev", {}).items() if k != "examples"},  # type: ignore[union-attr]
             "refine": {"rounds": args.rounds, "candidates": args.candidates},
         }
-        corrector.save(DATA / PACKAGED, facts)
+        corrector.save(DATA / PACKAGED, facts, dtype=torch.float16)
         log(f"shipped {DATA / PACKAGED}")
     elif args.ship:
         log("no gain over adversarial decoding and both controls: nothing shipped")

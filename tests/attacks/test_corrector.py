@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from vdbguard.attacks.corrector import KINDS, CorrectorConfig, Lexicon, UniversalCorrector, make_pairs, prompt, refine
 from vdbguard.attacks.decoder import decoder_available
@@ -112,3 +113,70 @@ def test_adversarial_decoding_runs_the_corrector_it_is_given(trained, embedder, 
     assert corrected.encoder_queries > plain.encoder_queries  # the corrector's rewrites were scored
     cosines = embedder.encode([before.recovered_text, after.recovered_text]) @ targets[0]
     assert cosines[1] >= cosines[0] - 1e-4
+
+
+@needs_decoder
+def test_validation_keeps_the_weights_with_the_lowest_held_out_loss(pairs, tmp_path: Path) -> None:
+    corrector = UniversalCorrector(TINY, threads=1)
+    kept: list[tuple[dict[str, float], dict]] = []
+    facts = corrector.train(
+        pairs[4:],
+        max_steps=4,
+        batch_size=4,
+        learning_rate=5e-2,  # large enough that some steps make the held-out loss worse
+        checkpoint_dir=tmp_path,
+        checkpoint_seconds=0.0,
+        validation=pairs[:4],
+        on_best=lambda model, progress: kept.append((progress, model.trainable_state())),
+    )
+    losses = [progress["validation_loss"] for progress, _ in kept]
+    assert losses == sorted(losses, reverse=True) and len(set(losses)) == len(losses)
+    assert facts["validation_loss"] == round(losses[-1], 4) and facts["kept_step"] == kept[-1][0]["step"]
+    best = kept[-1][1]
+    state = corrector.trainable_state()
+    assert all(bool((state[name] == best[name]).all()) for name in state)  # the best weights, not the last
+    assert abs(corrector.validation_loss([corrector._encode(p) for p in pairs[:4]]) - losses[-1]) < 1e-4
+
+
+@needs_decoder
+def test_float16_weights_are_half_the_size_and_load_back(trained, tmp_path: Path) -> None:
+    corrector, facts, _ = trained
+    full, half = tmp_path / "full.safetensors", tmp_path / "half.safetensors"
+    corrector.save(full, facts)
+    corrector.save(half, facts, dtype=torch.float16)
+    assert half.stat().st_size < 0.55 * full.stat().st_size
+    loaded = UniversalCorrector.load(half).trainable_state()
+    for name, tensor in corrector.trainable_state().items():
+        assert loaded[name].dtype == torch.float32
+        assert torch.allclose(loaded[name], tensor, rtol=1e-3, atol=1e-4)
+
+
+@needs_decoder
+def test_the_accelerator_script_trains_from_pairs_files_and_keeps_float16_weights(pairs, tmp_path: Path) -> None:
+    import gzip
+    import json
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    source = tmp_path / "pairs.jsonl.gz"
+    with gzip.open(source, "wt") as handle:
+        handle.writelines(json.dumps(asdict(pair)) + "\n" for pair in pairs)
+    out = tmp_path / "out"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "train_corrector_gpu.py"
+    command = [sys.executable, str(script), "--pairs", str(source), "--out", str(out), "--device", "cpu"]
+    command += ["--rank", "2", "--steps", "2", "--batch-size", "4", "--validation-share", "0.3"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    corrector = UniversalCorrector.load(out / "corrector.safetensors")
+    assert corrector.config.lora_rank == 2
+    assert corrector.facts["steps"] == 2 and 0 < corrector.facts["validation_pairs"] < len(pairs)
+    assert corrector.facts["pairs"] + corrector.facts["validation_pairs"] == len(pairs)
+
+
+@needs_decoder
+def test_the_packaged_corrector_loads_and_rewrites() -> None:
+    corrector = UniversalCorrector.load()  # vdbguard/data/corrector-lora.safetensors, trained on an accelerator
+    assert corrector.config.lora_rank == 16 and corrector.facts["validation_loss"] < corrector.facts["initial_loss"]
+    proposals = corrector.correct("local thread buffer get esther", 0.8, [0.05, 0.06, 0.05, 0.01, 0.07], candidates=2)
+    assert proposals and all(isinstance(p, str) and p for p in proposals)

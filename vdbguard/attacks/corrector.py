@@ -269,12 +269,19 @@ def _digest(values: object) -> str:
 class UniversalCorrector:
     """SmolLM2 + LoRA that rewrites a marked draft toward the sentence it came from; see the module docstring."""
 
-    def __init__(self, config: CorrectorConfig | None = None, threads: int | None = 1, bf16: bool | None = None):
+    def __init__(
+        self,
+        config: CorrectorConfig | None = None,
+        threads: int | None = 1,
+        bf16: bool | None = None,
+        device: str = "cpu",
+    ):
         self.config = config or CorrectorConfig()
         if not self.config.layers:
             self.config.layers = tuple(range(int(decoder_config()["num_hidden_layers"])))
         self.threads = threads
-        self.bf16 = bf16_supported() if bf16 is None else bf16
+        self.device = torch.device(device)
+        self.bf16 = (bf16_supported() if self.device.type == "cpu" else True) if bf16 is None else bf16
         self.tokenizer = load_tokenizer()
         self.model = load_decoder(self.config.layers)  # our own copy: LoRA wrapping mutates its modules
         for layer in self.model.model.layers:
@@ -283,12 +290,13 @@ class UniversalCorrector:
                     if isinstance(child, nn.Linear) and name in self.config.lora_targets:
                         lora = LoRALinear(child, self.config.lora_rank, self.config.lora_alpha)
                         setattr(parent, name, lora)
+        self.model.to(self.device)
         self.facts: dict[str, object] = {}
 
     # ----- persistence
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
-        return {n: p.detach().clone().contiguous() for n, p in self.model.named_parameters() if p.requires_grad}
+        return {n: p.detach().cpu().clone().contiguous() for n, p in self.model.named_parameters() if p.requires_grad}
 
     def load_trainable_state(self, state: dict[str, torch.Tensor]) -> None:
         expected = {n for n, p in self.model.named_parameters() if p.requires_grad}
@@ -296,14 +304,18 @@ class UniversalCorrector:
             raise VdbguardError(f"corrector weights do not fit its config: {sorted(set(state) ^ expected)[:4]}")
         self.model.load_state_dict(state, strict=False)
 
-    def save(self, path: Path, facts: dict[str, object] | None = None) -> None:
-        """``path`` (.safetensors, the LoRA matrices) and ``path.with_suffix('.json')`` (config and facts)."""
+    def save(self, path: Path, facts: dict[str, object] | None = None, dtype: torch.dtype = torch.float32) -> None:
+        """``path`` (.safetensors, the LoRA matrices, in ``dtype``: float16 halves the file) and
+        ``path.with_suffix('.json')`` (config and facts)."""
         from safetensors.torch import save_file
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         config = asdict(self.config)
-        save_file(self.trainable_state(), str(path), metadata={"config": json.dumps(config)})
+        state = {name: tensor.to(dtype) for name, tensor in self.trainable_state().items()}
+        staging = path.with_suffix(".tmp")
+        save_file(state, str(staging), metadata={"config": json.dumps(config)})
+        staging.replace(path)
         info = {"config": config, **({"training": facts} if facts else {})}
         path.with_suffix(".json").write_text(json.dumps(info, indent=2) + "\n")
 
@@ -353,6 +365,7 @@ class UniversalCorrector:
             inputs[row, : len(s) - 1] = torch.tensor(s[:-1])
             attention[row, : len(s) - 1] = 1
             targets[row, len(p) - 1 : len(s) - 1] = torch.tensor(a)
+        inputs, attention, targets = (t.to(self.device) for t in (inputs, attention, targets))
         hidden = self.model.model(input_ids=inputs, attention_mask=attention).last_hidden_state
         picked = targets >= 0
         logits = hidden[picked] @ self.model.model.embed_tokens.weight.T
@@ -369,13 +382,39 @@ class UniversalCorrector:
         checkpoint_seconds: float = 120.0,
         seed: int = 0,
         log: Callable[[str], None] | None = None,
+        validation: Sequence[Pair] = (),
+        on_best: Callable[[UniversalCorrector, dict[str, float]], None] | None = None,
     ) -> dict[str, float]:
         """Train for ``max_steps`` or ``max_seconds``, whichever comes first; resumable from a checkpoint keyed by
-        the pairs and every setting, written atomically every ``checkpoint_seconds``."""
+        the pairs and every setting, written atomically every ``checkpoint_seconds``. With ``validation`` pairs,
+        their loss is measured at each checkpoint and the weights of the lowest one are kept (and handed to
+        ``on_best`` as they are found), so a long run on few pairs cannot end overfitted."""
         with torch_threads(self.threads):
             return self._train(
-                pairs, max_steps, max_seconds, batch_size, learning_rate, checkpoint_dir, checkpoint_seconds, seed, log
+                pairs,
+                max_steps,
+                max_seconds,
+                batch_size,
+                learning_rate,
+                checkpoint_dir,
+                checkpoint_seconds,
+                seed,
+                log,
+                [self._encode(pair) for pair in validation],
+                on_best,
             )
+
+    def validation_loss(self, encoded: Sequence[tuple[list[int], list[int]]], batch_size: int = 64) -> float:
+        """Mean answer-token loss over ``encoded`` pairs, without gradients."""
+        self.model.eval()
+        total, count = 0.0, 0
+        with torch.no_grad(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            for start in range(0, len(encoded), batch_size):
+                batch = encoded[start : start + batch_size]
+                total += float(self.loss(batch)) * len(batch)
+                count += len(batch)
+        self.model.train()
+        return total / max(1, count)
 
     def _train(
         self,
@@ -388,6 +427,8 @@ class UniversalCorrector:
         checkpoint_seconds: float,
         seed: int,
         log: Callable[[str], None] | None,
+        validation: Sequence[tuple[list[int], list[int]]],
+        on_best: Callable[[UniversalCorrector, dict[str, float]], None] | None,
     ) -> dict[str, float]:
         torch.manual_seed(seed)
         encoded = [self._encode(pair) for pair in pairs]
@@ -416,6 +457,7 @@ class UniversalCorrector:
         warmup = min(30, max(1, max_steps // 10))
         started, last_save = time.monotonic() - elapsed, time.monotonic()
         done = done or step >= max_steps
+        best: tuple[float, int, dict[str, torch.Tensor]] | None = None
         self.model.train()
         while not done:
             epoch, index = divmod(step, batches_per_epoch)
@@ -426,7 +468,7 @@ class UniversalCorrector:
             for group in optimiser.param_groups:
                 group["lr"] = rate
             optimiser.zero_grad()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                 loss = self.loss(batch)
             loss.backward()
             nn.utils.clip_grad_norm_(parameters, 1.0)
@@ -438,14 +480,22 @@ class UniversalCorrector:
             if done or time.monotonic() - last_save >= checkpoint_seconds:
                 save_checkpoint(checkpoint, self.trainable_state(), optimiser, step, elapsed, losses, done)
                 last_save = time.monotonic()
+                held_out = self.validation_loss(validation) if validation else float("nan")
                 if log:
-                    log(f"step {step}  {elapsed:.0f} s  loss {np.mean(losses[-20:]):.3f}")
+                    log(f"step {step}  {elapsed:.0f} s  loss {np.mean(losses[-20:]):.3f}  validation {held_out:.3f}")
+                if validation and (best is None or held_out < best[0]):
+                    best = (held_out, step, self.trainable_state())
+                    if on_best:
+                        on_best(self, {"step": step, "seconds": round(elapsed, 1), "validation_loss": held_out})
+        if best is not None:
+            self.load_trainable_state(best[2])
         self.model.eval()
         return {
             "steps": step,
             "seconds": round(elapsed, 1),
             "initial_loss": round(float(np.mean(losses[:10])), 4) if losses else float("nan"),
             "final_loss": round(float(np.mean(losses[-50:])), 4) if losses else float("nan"),
+            **({"validation_loss": round(best[0], 4), "kept_step": best[1]} if best else {}),
         }
 
     # ----- inference
@@ -454,9 +504,9 @@ class UniversalCorrector:
         """Up to ``candidates`` distinct rewrites: the greedy one first, then samples (temperature 0.8, top 40),
         deterministic for the same inputs and ``seed``."""
         text = prompt(hypothesis, cosine, drops, self.config)
-        ids = torch.tensor([self.tokenizer(text, add_special_tokens=False).input_ids])
-        generator = torch.Generator().manual_seed(int(_digest([text, seed])[:12], 16))
-        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
+        ids = torch.tensor([self.tokenizer(text, add_special_tokens=False).input_ids], device=self.device)
+        generator = torch.Generator(self.device).manual_seed(int(_digest([text, seed])[:12], 16))
+        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
         with torch_threads(self.threads), torch.inference_mode(), autocast:
             rows = self._generate(ids, max(1, candidates), generator)
         texts = [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in rows]
@@ -469,7 +519,7 @@ class UniversalCorrector:
         cache.batch_repeat_interleave(n)
         logits = output.logits[:, -1].float().expand(n, -1)
         rows: list[list[int]] = [[] for _ in range(n)]
-        finished = torch.zeros(n, dtype=torch.bool)
+        finished = torch.zeros(n, dtype=torch.bool, device=self.device)
         for _ in range(self.config.max_tokens + 1):
             top, index = (logits / 0.8).topk(40, dim=-1)
             sampled = index.gather(1, torch.multinomial(top.softmax(-1), 1, generator=generator)).squeeze(1)
