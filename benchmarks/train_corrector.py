@@ -56,6 +56,7 @@ from vdbguard.attacks.corrector import (
     Proposer,
     UniversalCorrector,
     make_pairs,
+    read_pairs,
     refine,
     score_pairs,
 )
@@ -122,9 +123,7 @@ def train_texts(count: int, seed: int) -> list[str]:
 
 
 def load_chunk(path: Path) -> list[Pair] | None:
-    if not path.exists():
-        return None
-    return [Pair(**{**row, "drops": tuple(row["drops"])}) for row in map(json.loads, path.open())]
+    return read_pairs(path) if path.exists() else None
 
 
 def save_chunk(path: Path, pairs: list[Pair]) -> list[Pair]:

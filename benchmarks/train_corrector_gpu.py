@@ -16,7 +16,6 @@ safetensors + JSON) as soon as they are found, so a run stopped by its time limi
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import random
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from vdbguard.attacks.corrector import CorrectorConfig, Pair, UniversalCorrector
+from vdbguard.attacks.corrector import CorrectorConfig, Pair, UniversalCorrector, read_pairs
 
 
 def parse_args() -> argparse.Namespace:
@@ -53,15 +52,11 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def read_pairs(sources: list[Path]) -> list[Pair]:
+def pairs_in(sources: list[Path]) -> list[Pair]:
     files = sorted(
         f for source in sources for f in ([source] if source.is_file() else source.rglob("*.jsonl*")) if f.is_file()
     )
-    pairs = []
-    for path in files:
-        with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as handle:
-            pairs += [Pair(**{**row, "drops": tuple(row["drops"])}) for row in map(json.loads, handle)]
-    return pairs
+    return [pair for path in files for pair in read_pairs(path)]
 
 
 def held_out(text: str, share: float) -> bool:
@@ -71,7 +66,7 @@ def held_out(text: str, share: float) -> bool:
 def main() -> None:
     args = parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    pairs = read_pairs(args.pairs)
+    pairs = pairs_in(args.pairs)
     if not pairs:
         raise SystemExit(f"no pairs under {[str(p) for p in args.pairs]}: build them with train_corrector.py first")
     validation = [p for p in pairs if held_out(p.text, args.validation_share)]

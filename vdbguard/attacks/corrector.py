@@ -27,6 +27,7 @@ the best text only if it is closer, so refinement never returns anything farther
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib.resources
 import json
@@ -86,6 +87,12 @@ class Pair:
     drops: tuple[float, ...]
     embedder: str = ""
     kind: str = ""
+
+
+def read_pairs(path: Path) -> list[Pair]:
+    """Pairs saved one JSON object a line (``.jsonl``, or gzipped ``.jsonl.gz``)."""
+    with gzip.open(path, "rt") if Path(path).suffix == ".gz" else open(path) as handle:
+        return [Pair(**{**row, "drops": tuple(row["drops"])}) for row in map(json.loads, handle)]
 
 
 class Proposer(Protocol):
@@ -405,7 +412,7 @@ class UniversalCorrector:
             )
 
     def validation_loss(self, encoded: Sequence[tuple[list[int], list[int]]], batch_size: int = 64) -> float:
-        """Mean answer-token loss over ``encoded`` pairs, without gradients."""
+        """Answer-token loss over ``encoded`` pairs (each batch's mean, weighted by its pairs), without gradients."""
         self.model.eval()
         total, count = 0.0, 0
         with torch.no_grad(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
