@@ -11,7 +11,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.support import metric_name
+from vdbguard.connectors.support import is_integer, metric_name
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
@@ -223,6 +223,39 @@ class LanceDBConnector(Connector):
             for i, record_id in enumerate(ids)
         ]
 
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        table = self._open()
+        layout = self._layout(table)
+        try:
+            hits = table.search(list(vector), vector_column_name=layout.primary).select([layout.primary]).limit(1)
+            found = hits.to_arrow()
+        except Exception as exc:
+            raise ConnectorError(f"LanceDB search in {self.collection_name!r} failed: {_describe(exc)}") from exc
+        if not found.num_rows:
+            return None
+        hit = found.column(layout.primary)[0].as_py()
+        return None if hit is None else [float(x) for x in hit]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """One ``delete(where)`` per call, ids quoted as SQL literals (a new table version, like any write)."""
+        if not ids:
+            return
+        table = self._open()
+        id_type = table.schema.field(self.id_column).type
+        if pa.types.is_integer(id_type):
+            fitting = [int(i) for i in ids if is_integer(i) and _fits(int(i), id_type)]
+            # "-9223372036854775808" parses as a float in Lance's SQL: negative keys are written as differences
+            keys = [str(k) if k >= 0 else f"({k + 1} - 1)" for k in fitting]
+        else:
+            keys = ["'" + str(i).replace("'", "''") + "'" for i in ids]
+        if not keys:
+            return
+        column = '"' + self.id_column.replace('"', '""') + '"'
+        try:
+            table.delete(f"{column} IN ({', '.join(keys)})")
+        except Exception as exc:
+            raise ConnectorError(f"LanceDB delete from {self.collection_name!r} failed: {_describe(exc)}") from exc
+
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Insert or fully replace rows by id (``merge_insert``); every column of the row is rewritten."""
         if not records:
@@ -372,6 +405,14 @@ def _to_json(record_id: str, payload: dict[str, Any]) -> str:
     except (TypeError, ValueError) as exc:
         raise RecordError(record_id, "payload", f"is not JSON-serialisable: {exc}") from exc
     return encoded
+
+
+def _fits(key: int, id_type: pa.DataType) -> bool:
+    try:
+        pa.scalar(key, id_type)
+    except (pa.ArrowInvalid, OverflowError):
+        return False
+    return True
 
 
 def _cursor(version: int, offset: int) -> str:

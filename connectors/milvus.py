@@ -20,6 +20,7 @@ from vdbguard.connectors.support import (
     StoreCalls,
     Tls,
     close_quietly,
+    is_integer,
     metric_name,
     require_path_or_url,
     store_metric,
@@ -274,6 +275,37 @@ class MilvusConnector(StoreCalls, Connector):
                 last = rows[-1][schema.pk]
                 records = [schema.record(row, partition) for row in rows]
                 yield Batch(records, json.dumps({"partition": partition, "last": last}))
+
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        client = self._store.reader()
+        schema = self._schema(client)
+        self._loaded(client)
+        found = self._call(
+            "search",
+            client.search,
+            self.collection_name,
+            data=[list(vector)],
+            anns_field=schema.primary,
+            limit=1,
+            output_fields=[schema.primary],
+            partition_names=self._partitions(client),
+        )
+        hits = found[0] if found else []
+        if not hits:
+            return None
+        hit = _dense(hits[0].get("entity", {}).get(schema.primary), schema.types[schema.primary])
+        return None if hit is None else [float(x) for x in hit]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete the ids from every partition; ids that cannot be keys of the collection are not stored."""
+        client = self._store.writer()
+        schema = self._schema(client)
+        keys = [i for i in ids if schema.pk_is_str or is_integer(i)]
+        for start in range(0, len(keys), _WRITE_CHUNK):
+            among = schema.among(keys[start : start + _WRITE_CHUNK])
+            self._call("delete", client.delete, self.collection_name, filter=among)
+        if keys:
+            self._drop_snapshot()
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Delete the ids everywhere, then upsert each record into its partition (see the class doc)."""

@@ -468,6 +468,26 @@ class PgvectorConnector(StoreCalls, Connector):
             if len(rows) < batch_size:
                 return
 
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        """The nearest row by the column's index metric (l2 without one), as any search client would ask."""
+        table = self._layout()
+        primary = table.vectors[0]
+        opclass = table.metrics.get(primary.name)
+        operator = _OPERATORS[(_metric_of(opclass) if opclass else None) or self.metric or "l2"]
+        nearest = "SELECT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} {op} CAST(%s AS {type}) LIMIT 1"
+        query = sql.SQL(nearest).format(
+            c=sql.Identifier(primary.name), t=table.ident, op=sql.SQL(operator), type=sql.SQL(primary.type)
+        )
+        literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+        def search(conn: psycopg.Connection) -> Any:
+            with conn.cursor(binary=True) as cur:
+                return cur.execute(query, (literal,)).fetchone()
+
+        row = self._run("search", search)
+        hit = _as_float32(row[0]) if row else None
+        return None if hit is None else [float(x) for x in hit]
+
     def _record(self, table: _Table, row: Sequence[Any]) -> VectorRecord:
         values = iter(row)
         record_id = str(next(values))
@@ -666,6 +686,9 @@ def _candidates(collection: str) -> list[tuple[str | None, str]]:
         schema, _, table = collection.partition(".")
         found.append((schema, table))
     return found
+
+
+_OPERATORS = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
 
 
 def _normalise_metric(metric: str) -> str:

@@ -31,6 +31,7 @@ from vdbguard.records import Batch, VectorRecord
 _METRICS = {"cosine": "cosine", "l2": "euclidean", "ip": "dotproduct"}  # vdbguard metric -> Pinecone metric
 _DEFAULT_NAMESPACES = ("", "__default__")  # how the default namespace is named in stats and requests
 _LIST_LIMIT_MAX = 100  # the largest page /vectors/list serves
+_DELETE_LIMIT = 1000  # the most ids one /vectors/delete request takes
 _UPSERT_MAX_VECTORS = 100
 _UPSERT_MAX_BYTES = 1_500_000  # Pinecone caps an upsert request at 2 MB
 _METADATA_MAX_BYTES = 40 * 1024
@@ -318,6 +319,32 @@ class PineconeConnector(StoreCalls, Connector):
                 )
             )
         return records
+
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        """A query with ``include_values`` in the first namespace that holds records."""
+        index = self._data()
+        counts = self._namespace_counts(self._stats())
+        namespace = next((ns for ns, n in sorted(counts.items()) if n), None)
+        if namespace is None:
+            return None
+        found = self._call(
+            "query",
+            lambda: index.query(vector=list(vector), top_k=1, include_values=True, namespace=namespace),
+        )
+        matches = _attr(found, "matches") or []
+        values = _attr(matches[0], "values") if matches else None
+        return [float(x) for x in values] if values else None
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete the ids from every namespace (or only ``namespace``), 1,000 ids a request (the API's limit)."""
+        if not ids:
+            return
+        index = self._data()
+        namespaces = sorted(self._namespace_counts(self._stats())) or [self.namespace or ""]
+        for namespace in namespaces:
+            for start in range(0, len(ids), _DELETE_LIMIT):
+                chunk = list(ids[start : start + _DELETE_LIMIT])
+                self._call("delete", lambda c=chunk, ns=namespace: index.delete(ids=c, namespace=ns))
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Write ``records`` (each fully replacing a stored record with its id and namespace).

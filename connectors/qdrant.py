@@ -175,18 +175,12 @@ class QdrantConnector(PointsConnector):
         client, name = handle
         self._call("delete", client.delete, name, points_selector=models.PointIdsList(points=point_ids), wait=True)
 
-    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
-        (client, name), layout = self._reading()
-        using = layout.primary if layout.named else None
+    def _nearest(self, handle: tuple[QdrantClient, str], vector: list[float], using: str | None) -> Any:
+        client, name = handle
         found = self._call(
-            "query_points", client.query_points, name, query=list(vector), using=using, limit=1, with_vectors=True
+            "query_points", client.query_points, name, query=vector, using=using, limit=1, with_vectors=True
         )
-        if not found.points:
-            return None
-        hit = found.points[0].vector
-        if isinstance(hit, dict):
-            hit = hit.get(using or "")
-        return None if hit is None else [float(x) for x in hit]
+        return found.points[0].vector if found.points else None
 
     def _mode(self, layout: VectorLayout) -> tuple[str, bool, bool]:
         return self._store.mode, self._store.remote and layout.distance == "Cosine", self._store.snapshot

@@ -178,6 +178,13 @@ class QdrantEdgeConnector(PointsConnector):
         request = qdrant_edge.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
         return self._call("scroll", shard.scroll, request)
 
+    def _nearest(self, shard: Any, vector: list[float], using: str | None) -> Any:
+        request = qdrant_edge.QueryRequest(
+            limit=1, query=qdrant_edge.Query.Nearest(vector, using=using), with_vector=True, with_payload=False
+        )
+        found = self._call("query", shard.query, request)
+        return found[0].vector if found else None
+
     def _point(self, point_id: int | str, vector: Any, payload: dict[str, Any]) -> Any:
         return qdrant_edge.Point(point_id, vector, payload)
 

@@ -155,8 +155,8 @@ class PointsConnector(StoreCalls, Connector):
     """Describe, scan and upsert for a Qdrant engine; subclasses open it and speak its API.
 
     ``_reading``/``_writing`` give an engine handle and the collection's layout; ``_count``,
-    ``_scroll``, ``_point``, ``_write_points`` and ``_flush`` are the engine calls; ``_mode`` says
-    what ``describe`` reports about how the collection is read.
+    ``_scroll``, ``_nearest``, ``_point``, ``_write_points``, ``_delete_points`` and ``_flush`` are the
+    engine calls; ``_mode`` says what ``describe`` reports about how the collection is read.
     """
 
     vector_name: str | None
@@ -181,6 +181,10 @@ class PointsConnector(StoreCalls, Connector):
 
     @abstractmethod
     def _delete_points(self, handle: Any, point_ids: list[int | str]) -> None: ...
+
+    @abstractmethod
+    def _nearest(self, handle: Any, vector: list[float], using: str | None) -> Any:
+        """The stored vector(s) of the nearest point, searched with vectors returned; None if there is none."""
 
     def _flush(self, handle: Any) -> None:
         pass
@@ -228,6 +232,14 @@ class PointsConnector(StoreCalls, Connector):
             if next_id is None:
                 return
             offset = next_id if isinstance(next_id, int) else str(next_id)
+
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        handle, layout = self._reading()
+        using = layout.primary if layout.named else None
+        hit = self._nearest(handle, list(vector), using)
+        if isinstance(hit, dict):
+            hit = hit.get(using or "")
+        return None if hit is None else [float(x) for x in hit]
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:

@@ -341,6 +341,15 @@ _METRIC_NAMES = {
 }
 
 
+def is_integer(value: str) -> bool:
+    """Whether a record id can be a key of a store whose ids are integers (others are simply not stored)."""
+    try:
+        int(value)
+    except ValueError:
+        return False
+    return True
+
+
 def metric_name(name: str) -> str | None:
     """vdbguard's name (cosine, l2, ip) for a metric as any store or user spells it; None if it has none."""
     return _METRIC_NAMES.get(name.lower())

@@ -20,6 +20,7 @@ from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import StoreCalls, Tls, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.query import Filter
 from weaviate.classes.tenants import Tenant, TenantActivityStatus
 from weaviate.connect.base import ConnectionParams
 from weaviate.exceptions import (
@@ -416,6 +417,62 @@ class WeaviateConnector(StoreCalls, Connector):
             namespace=tenant,
             named_vectors={k: v for k, v in vectors.items() if k in named} if named else {},
         )
+
+    def _active_shards(self, config: Any, what: str) -> list[str | None]:
+        """The shards to search or delete in: the collection, or its selected tenants (all must be active)."""
+        tenants = self._tenant_status(config)
+        if tenants is None:
+            return [None]
+        inactive = [t for t, status in tenants.items() if status not in _ACTIVE]
+        if inactive:
+            raise ConnectorError(
+                f"tenant(s) {', '.join(inactive)} of Weaviate collection {self.collection_name!r} are inactive",
+                f"{what} them needs them active: activate them, or leave them out with tenants=",
+            )
+        return list(tenants)
+
+    def query_vector(self, vector: Sequence[float]) -> list[float] | None:
+        """A ``near_vector`` search with ``include_vector``, in the first tenant that answers one."""
+        config = self._config()
+        _, primary = self._layout(config)
+        for tenant in self._active_shards(config, "searching"):
+            query = self._collection(tenant).query
+            found = self._call(
+                "near_vector search",
+                lambda q=query: (
+                    q.near_vector(near_vector=list(vector), limit=1, include_vector=True, target_vector=primary).objects
+                ),
+            )
+            if found:
+                hit = _vectors(found[0]).get(primary or "default")
+                return None if hit is None else [float(x) for x in hit]
+        return None
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete by UUID in every (selected) tenant, 1,000 ids a request (ids that are not UUIDs are not stored).
+
+        Weaviate deletes each request's matches one by one: a failure can leave part of a request deleted,
+        and the error says how many.
+        """
+        keys = []
+        for record_id in ids:
+            try:
+                keys.append(str(uuid.UUID(str(record_id))))
+            except ValueError:
+                continue
+        if not keys:
+            return
+        for tenant in self._active_shards(self._config(), "deleting from"):
+            data = self._collection(tenant).data
+            for start in range(0, len(keys), 1000):
+                where = Filter.by_id().contains_any(keys[start : start + 1000])
+                result = self._call("delete objects", lambda d=data, w=where: d.delete_many(where=w))
+                if result.failed:
+                    raise ConnectorError(
+                        f"Weaviate failed to delete {result.failed} of {result.matches} objects in "
+                        f"{self.collection_name!r}" + (f" (tenant {tenant!r})" if tenant else ""),
+                        "run the erasure again: ids already deleted are skipped",
+                    )
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Insert or fully replace ``records`` (see the class docstring for batching and tenants)."""

@@ -158,3 +158,37 @@ def test_transform_strength_a_keyed_rotation_is_undone_by_alignment_and_heavy_no
             assert any("alignment does not undo" in note for note in audit["notes"])
     assert severities["rotation"] is not None and severities["rotation"][0] == "high", severities
     assert severities["noise"] is None or severities["noise"][0] != "high", severities
+
+
+def test_pinecone_and_weaviate_searches_that_return_values_are_found(tmp_path: Path) -> None:
+    """The vendors' own clients against the doubles: include_values / include_vector hand back stored vectors."""
+    from vdbguard.connectors.pinecone import PineconeConnector
+    from vdbguard.connectors.weaviate import WeaviateConnector
+
+    from tests.connectors.doubles.pinecone_rest import PineconeDouble
+    from tests.connectors.doubles.weaviate_server import WeaviateDouble
+    from vdbguard.records import VectorRecord
+
+    records = [
+        VectorRecord(f"00000000-0000-0000-0000-00000000000{i}", np.eye(4, dtype=np.float32)[i]) for i in range(4)
+    ]
+    with PineconeDouble(api_key="pcsk-audit") as pinecone, WeaviateDouble() as weaviate:
+        stores = {
+            "pinecone": (PineconeConnector, {"url": pinecone.url, "api_key": "pcsk-audit"}),
+            "weaviate": (WeaviateConnector, {"url": weaviate.url, "grpc_port": weaviate.grpc_port}),
+        }
+        for name, (connector_class, options) in stores.items():
+            collection = "notes" if name == "pinecone" else "Notes"  # Pinecone: lower case; Weaviate: upper first
+            with connector_class(collection=collection, **options) as writer:
+                writer.ensure_collection(4, "cosine")
+                writer.upsert(records)
+            args = ["audit", "--connector", name, "--url", options.pop("url"), "--collection", collection]
+            for key, value in options.items():
+                args += ["--option", f"{key}={value}"]
+            out = tmp_path / f"{name}.json"
+            result = CliRunner().invoke(main, [*args, "--fail-on", "never", "--out", str(out)])
+            assert result.exit_code == 0, result.output
+            audit = json.loads(out.read_text())
+            assert [f["severity"] for f in audit["findings"] if f["check"] == "query endpoint"] == ["low"], name
+            assert not [n for n in audit["notes"] if "search" in n], name
+            assert "pcsk-audit" not in out.read_text() + result.output

@@ -138,7 +138,7 @@ def test_erase_is_a_dry_run_without_yes_then_deletes_exactly_her_records_and_log
 
 
 class _NoDelete:
-    """A store client that cannot delete (as some connectors cannot yet)."""
+    """A store client that cannot delete (a connector from a third-party plugin may not)."""
 
     def delete(self, ids: list[str]) -> None:
         raise NotImplementedError("this connector cannot delete records")

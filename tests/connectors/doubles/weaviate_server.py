@@ -5,8 +5,10 @@ serves the two APIs the v4 client uses, built on the client's own generated prot
 
 * gRPC (``weaviate.v1.Weaviate`` via the shipped ``WeaviateServicer`` base class, plus the
   ``grpc.health.v1.Health/Check`` ping): ``Search`` (fetch-objects paging with ``limit``/``offset``
-  or the ``after`` cursor, properties, uuid, legacy and named vectors), ``BatchObjects`` (insert or
-  fully replace, with auto-schema), ``TenantsGet`` and ``Aggregate`` (``objects_count`` only).
+  or the ``after`` cursor, properties, uuid, legacy and named vectors; ``near_vector`` on one target, scored
+  exactly by the index's cosine, dot or l2-squared distance), ``BatchObjects`` (insert or fully replace, with
+  auto-schema), ``BatchDelete`` (by id: ``Filter.by_id()`` ``equal``/``contains_any``), ``TenantsGet`` and
+  ``Aggregate`` (``objects_count`` only).
 * REST on a stdlib ``http.server``: ``/v1/meta``, ``/v1/.well-known/{ready,live,openid-configuration}``,
   ``/v1/schema`` (list, create), ``/v1/schema/{class}`` (get, delete), ``/v1/schema/{class}/tenants``
   (list, create).
@@ -16,7 +18,7 @@ upper-cased; the schema is returned with the server-side defaults filled in; obj
 order inside a shard (one shard per tenant); vectors are stored as the float32 bytes received and sent
 back unchanged; auto-schema types numbers sent through the gRPC ``Struct`` as ``number`` (so ints come
 back as floats, as from a real server), RFC 3339 strings as ``date`` and UUID strings as ``uuid``.
-Filters, sorting, vector/keyword search and references are not implemented (UNIMPLEMENTED).
+Other filters, sorting, keyword and hybrid search and references are not implemented (UNIMPLEMENTED).
 
 Test hooks: ``api_key`` makes every REST call except ``/v1/.well-known/*`` and every Weaviate gRPC
 call require ``Authorization: Bearer <key>`` (401 / UNAUTHENTICATED otherwise); ``writes`` counts
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 import struct
 import threading
@@ -46,6 +49,7 @@ from google.protobuf import struct_pb2
 from weaviate.proto.v1 import (
     aggregate_pb2,
     base_pb2,
+    batch_delete_pb2,
     batch_pb2,
     health_weaviate_pb2,
     properties_pb2,
@@ -61,6 +65,7 @@ _CLASS_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 _SCHEMA_CLASS = re.compile(r"^/v1/schema/[^/]+")
 _DISTANCES = ("cosine", "dot", "l2-squared", "hamming", "manhattan")
 _ACTIVE = ("HOT", "ACTIVE")
+_QUERY_MAXIMUM_RESULTS = 10_000  # the server's default cap on the objects one delete_many may match
 _GRPC_STATUS = {
     "HOT": tenants_pb2.TENANT_ACTIVITY_STATUS_HOT,
     "ACTIVE": tenants_pb2.TENANT_ACTIVITY_STATUS_ACTIVE,
@@ -665,7 +670,6 @@ class WeaviateDouble:
             "group_by",
             "hybrid_search",
             "bm25_search",
-            "near_vector",
             "near_object",
             "near_text",
             "generative",
@@ -680,7 +684,11 @@ class WeaviateDouble:
             shard = cls.shard(request.tenant)
             limit = request.limit or 10
             keys = sorted(shard)
-            if request.after:
+            distances: dict[int, float] = {}
+            if request.HasField("near_vector"):
+                distances = self._near_vector(cls, shard, request.near_vector)
+                keys = sorted(distances, key=lambda k: (distances[k], k))[request.offset : request.offset + limit]
+            elif request.after:
                 if request.offset:
                     raise DoubleError("cursor api: invalid 'after' parameter: offset cannot be set with after")
                 try:
@@ -690,7 +698,7 @@ class WeaviateDouble:
                 keys = [k for k in keys if k > after][:limit]
             else:
                 keys = keys[request.offset : request.offset + limit]
-            objects = [shard[k] for k in keys]
+            objects = [(k, shard[k]) for k in keys]
             schema_props = {p["name"]: p for p in cls.schema["properties"]}
             wanted = self._wanted_properties(request, schema_props)
             metadata = request.metadata if request.HasField("metadata") else search_get_pb2.MetadataRequest(uuid=True)
@@ -698,8 +706,10 @@ class WeaviateDouble:
             if metadata.vector and cls.schema.get("vectorConfig"):
                 vector_names = list(cls.schema["vectorConfig"])
             results = []
-            for obj in objects:
+            for key, obj in objects:
                 meta = search_get_pb2.MetadataResult()
+                if key in distances:
+                    meta.distance, meta.distance_present = distances[key], True
                 if metadata.uuid:
                     meta.id = obj.uuid
                     meta.id_as_bytes = _id_as_bytes(obj.uuid)
@@ -722,6 +732,67 @@ class WeaviateDouble:
                     props.non_ref_props.CopyFrom(_to_properties(values, schema_props))
                 results.append(search_get_pb2.SearchResult(properties=props, metadata=meta))
         return search_get_pb2.SearchReply(took=time.monotonic() - started, results=results)
+
+    @staticmethod
+    def _near_vector(cls: _Class, shard: dict[int, _Object], near: Any) -> dict[int, float]:
+        """Object key -> distance to the query, by the searched vector's index metric (exact, no HNSW)."""
+        named = cls.schema.get("vectorConfig") or {}
+        targets = list(near.targets.target_vectors) or list(near.target_vectors)
+        if len(targets) > 1 or near.vector_per_target or near.vector_for_targets:
+            raise _unimplemented("multi-target near_vector")
+        target = targets[0] if targets else (next(iter(named)) if len(named) == 1 else "")
+        if named and target not in named:
+            raise DoubleError(f"target vector {target!r} not found in collection {cls.schema['class']}")
+        if not named and target:
+            raise DoubleError(f"collection {cls.schema['class']} has no named vectors")
+        config = named[target]["vectorIndexConfig"] if named else cls.schema["vectorIndexConfig"]
+        raw = near.vector_bytes or (near.vectors[0].vector_bytes if near.vectors else b"")
+        query = list(struct.unpack(f"<{len(raw) // 4}f", raw)) if raw else list(near.vector)
+        found = {}
+        for key, obj in shard.items():
+            data = obj.vectors.get(target) if named else obj.vector
+            if data is None:
+                continue
+            stored = struct.unpack(f"<{len(data) // 4}f", data)
+            if len(stored) != len(query):
+                raise DoubleError(f"vector lengths don't match: {len(query)} vs {len(stored)}")
+            found[key] = _distance(config["distance"], query, stored)
+        return found
+
+    def batch_delete(self, request: batch_delete_pb2.BatchDeleteRequest) -> batch_delete_pb2.BatchDeleteReply:
+        """Deletes by id only (``Filter.by_id().equal`` / ``contains_any``); other filters are UNIMPLEMENTED."""
+        started = time.monotonic()
+        where = request.filters
+        on_id = where.target.property == "_id" or list(where.on) == ["_id"]
+        operators = (base_pb2.Filters.OPERATOR_EQUAL, base_pb2.Filters.OPERATOR_CONTAINS_ANY)
+        if not on_id or where.operator not in operators:
+            raise _unimplemented("delete filters other than by id")
+        values = list(where.value_text_array.values) if where.HasField("value_text_array") else [where.value_text]
+        with self._lock:
+            shard = self.get_class(request.collection).shard(request.tenant)
+            keys = set()
+            for value in values:
+                try:
+                    keys.add(uuid_lib.UUID(value).int)
+                except ValueError as exc:
+                    raise DoubleError(f"invalid uuid {value!r}") from exc
+            matches = [k for k in sorted(keys) if k in shard][:_QUERY_MAXIMUM_RESULTS]
+            if not request.dry_run:
+                for key in matches:
+                    del shard[key]
+                self.writes += 1
+        objects = [
+            batch_delete_pb2.BatchDeleteObject(uuid=uuid_lib.UUID(int=k).bytes, successful=True)
+            for k in matches
+            if request.verbose
+        ]
+        return batch_delete_pb2.BatchDeleteReply(
+            took=time.monotonic() - started,
+            matches=len(matches),
+            successful=len(matches),
+            failed=0,
+            objects=objects,
+        )
 
     @staticmethod
     def _wanted_properties(request: search_get_pb2.SearchRequest, schema_props: dict[str, Any]) -> set[str]:
@@ -762,6 +833,17 @@ class WeaviateDouble:
         )
 
 
+def _distance(metric: str, a: Any, b: Any) -> float:
+    if metric == "cosine":
+        norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+        return 1.0 - (math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0)
+    if metric == "dot":
+        return -math.fsum(x * y for x, y in zip(a, b, strict=True))
+    if metric == "l2-squared":
+        return math.fsum((x - y) ** 2 for x, y in zip(a, b, strict=True))
+    raise _unimplemented(f"{metric} distance")
+
+
 def _unimplemented(what: str) -> DoubleError:
     return DoubleError(f"{what} is not supported by the test double", code=grpc.StatusCode.UNIMPLEMENTED)
 
@@ -794,6 +876,9 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
 
     def BatchObjects(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._run("BatchObjects", context, lambda: self.double.batch_objects(request))
+
+    def BatchDelete(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run("BatchDelete", context, lambda: self.double.batch_delete(request))
 
     def TenantsGet(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._run("TenantsGet", context, lambda: self.double.tenants_get(request))
