@@ -10,6 +10,7 @@ from pathlib import Path
 import chromadb
 import pytest
 
+from tests.evaluate.test_defense import KEY
 from tests.faults.kill_resume import cli_env, store_records, vdbguard_command
 
 PLANTED = {
@@ -82,7 +83,7 @@ def test_a_failing_connection_never_shows_the_url_password(tmp_path: Path) -> No
     assert "Traceback" not in result.stdout + result.stderr
 
 
-TRANSFORM_KEY = "planted-transform-key-5e1d9c0b7a2f4e63"
+TRANSFORM_KEY = KEY  # the key tests/evaluate rotates with: the attack retrained on that rotation is cached once
 QDRANT_KEY = "planted-qdrant-key-a94f0c2e"
 
 
@@ -146,3 +147,28 @@ def test_subject_find_and_erase_show_the_person_only_when_asked(planted_store: P
     outputs["output"] = (erased.stdout + erased.stderr).encode()
     assert set(outputs) == {"erasures.jsonl", "found.json", "output"}
     assert _leaks(outputs, PLANTED) == [] and b"Bjarni" not in b"".join(outputs.values())
+
+
+def test_evaluate_defense_shows_no_planted_value_and_never_the_transform_key(small_attacks, tmp_path: Path) -> None:
+    """Held-out data that names the planted person and holds the secrets: the measurement reports numbers only."""
+    import json
+
+    texts = [record.text or "" for record in store_records(16, seed=5)]
+    planted = [
+        (f"Please ask {PLANTED['name']} to email {PLANTED['email']} or call {PLANTED['phone']}.", PLANTED["name"]),
+        (f"Deploy with the key {PLANTED['api key']}; the wifi password is {PLANTED['password']}.", None),
+    ]
+    rows = [{"text": text} for text in texts]
+    rows += [{"text": text, "names": [name] if name else [], "pii": [PLANTED["email"]]} for text, name in planted]
+    data = tmp_path / "heldout.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in rows))
+    out = tmp_path / "defense.json"
+    args = ["-v", "--log-format", "json", "evaluate-defense", "--data", str(data), "--transform", "rotation"]
+    args += ["--strength", "1", "--attack", "bag-of-words", "--profile", "small", "--attack-limit", "4"]
+    args += ["--out", str(out)]
+    env = {**cli_env(), "VDBGUARD_TRANSFORM_KEY": TRANSFORM_KEY}
+    result = subprocess.run(vdbguard_command(*args), env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(out.read_text())["attacked_records"] >= 1  # it measured something
+    outputs = {"defense.json": out.read_bytes(), "output": (result.stdout + result.stderr).encode()}
+    assert _leaks(outputs, {**PLANTED, "transform key": TRANSFORM_KEY}) == []
