@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -17,7 +20,7 @@ import httpx
 import numpy as np
 import weaviate
 from vdbguard.connectors.base import CollectionInfo, Connector
-from vdbguard.connectors.support import StoreCalls, Tls, http_status_is_transient, metric_name
+from vdbguard.connectors.support import StoreCalls, Tls, certificate_refused, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Filter
@@ -59,7 +62,9 @@ class WeaviateConnector(StoreCalls, Connector):
     logs or errors. The client is created with ``skip_init_checks`` (its init checks would also call
     PyPI); instead the gRPC port is probed once, so a closed gRPC port fails in seconds rather than after
     the client's own UNAVAILABLE back-off (weaviate-client 4.23 sleeps 1, 2, 4, ... s per retry: 1/3/7 s
-    measured for 1/2/3 UNAVAILABLE answers in a row, 63 s before it gives up).
+    measured for 1/2/3 UNAVAILABLE answers in a row, 63 s before it gives up). TLS: both channels verify;
+    ``tls_verify`` may name a private CA's PEM file (gRPC gets it as channel credentials, REST through
+    ``trust_env`` and ``SSL_CERT_FILE`` while the client is built); it cannot be False, since gRPC always checks.
 
     What is read: every object of the collection with its properties (the payload; Weaviate has no
     separate document field, so ``text`` stays None and a ``text`` property stays in the payload) and its
@@ -123,7 +128,13 @@ class WeaviateConnector(StoreCalls, Connector):
         self._api_key = api_key or os.environ.get("WEAVIATE_API_KEY") or None
         self._headers = dict(headers) if headers else None
         self._parse_urls(url, grpc_port, grpc_url)
-        Tls(tls_verify, self.location).system_roots_only("weaviate", "weaviate-client takes no CA file for REST")
+        tls = Tls(tls_verify, self.location)
+        if not tls.verify:
+            raise VdbguardError(
+                "the weaviate connector cannot turn TLS verification off (its gRPC channel always checks)",
+                "pass --ca-cert with the CA that signed the server's certificate instead of --insecure",
+            )
+        self._ca_file = tls.ca_file
         self._client: Any = None
         self._created_here: tuple[str, tuple[str, ...]] | None = None
 
@@ -171,21 +182,33 @@ class WeaviateConnector(StoreCalls, Connector):
         except ValueError as exc:
             raise VdbguardError(f"bad Weaviate connection settings: {exc}") from exc
 
-        def connect() -> Any:
-            client = weaviate.WeaviateClient(
-                connection_params=params,
-                auth_client_secret=Auth.api_key(self._api_key) if self._api_key else None,
-                additional_headers=self._headers,
-                additional_config=AdditionalConfig(
-                    timeout=Timeout(init=self.connect_timeout, query=self.timeout, insert=self.timeout)
-                ),
-                skip_init_checks=True,
-            )
+        timeout = Timeout(init=self.connect_timeout, query=self.timeout, insert=self.timeout)
+        config = AdditionalConfig(timeout=timeout)
+        if self._ca_file:
             try:
-                client.connect()
-            except BaseException:
-                client.close()
-                raise
+                from weaviate.classes.init import GrpcConfig
+            except ImportError as exc:
+                raise VdbguardError(
+                    "this weaviate-client cannot take a CA for its gRPC channel (no GrpcConfig)",
+                    "upgrade it (pip install -U weaviate-client) to use --ca-cert",
+                ) from exc
+            ca = grpc.ssl_channel_credentials(root_certificates=Path(self._ca_file).read_bytes())
+            config = AdditionalConfig(timeout=timeout, trust_env=True, grpc_config=GrpcConfig(credentials=ca))
+
+        def connect() -> Any:
+            with _rest_trusting(self._ca_file):
+                client = weaviate.WeaviateClient(
+                    connection_params=params,
+                    auth_client_secret=Auth.api_key(self._api_key) if self._api_key else None,
+                    additional_headers=self._headers,
+                    additional_config=config,
+                    skip_init_checks=True,
+                )
+                try:
+                    client.connect()
+                except BaseException:
+                    client.close()
+                    raise
             return client
 
         client = self._call("connect", connect)
@@ -202,7 +225,8 @@ class WeaviateConnector(StoreCalls, Connector):
         host, port, secure = self._grpc
         target = _hostport(host, port)
         if secure:
-            channel = grpc.secure_channel(target, grpc.ssl_channel_credentials())
+            roots = Path(self._ca_file).read_bytes() if self._ca_file else None
+            channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=roots))
         else:
             channel = grpc.insecure_channel(target)
         try:
@@ -250,10 +274,12 @@ class WeaviateConnector(StoreCalls, Connector):
                 "grant the key's role read access to the collection (and its tenants)",
             )
         if _is_connection_error(exc):
+            refused = certificate_refused(exc)
             return ConnectorError(
                 f"cannot connect to Weaviate at {self.location} (gRPC {self.grpc_location}): "
-                f"{type(exc).__name__}: {self._scrub(str(exc))}",
-                _HINT,
+                f"{type(exc).__name__}: {self._scrub(str(exc))}"
+                + (": the server's TLS certificate was not trusted" if refused else ""),
+                "give the CA that signed it with --ca-cert FILE" if refused else _HINT,
             )
         return self._failure(what, exc)
 
@@ -621,6 +647,28 @@ class WeaviateConnector(StoreCalls, Connector):
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+_ENVIRONMENT = threading.Lock()
+
+
+@contextlib.contextmanager
+def _rest_trusting(ca_file: str | None) -> Iterator[None]:
+    """weaviate-client passes httpx no CA file; its documented way is ``trust_env`` with ``SSL_CERT_FILE``,
+    which httpx reads when the client is built. So the variable names the CA only while the client is built."""
+    if ca_file is None:
+        yield
+        return
+    with _ENVIRONMENT:
+        saved = {name: os.environ.pop(name, None) for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+        os.environ["SSL_CERT_FILE"] = ca_file
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                os.environ.pop(name, None)
+                if value is not None:
+                    os.environ[name] = value
 
 
 def _hostport(host: str, port: int) -> str:

@@ -2,7 +2,8 @@
 turning verification off takes an explicit flag and is logged as a warning.
 
 Each store's own client talks TLS to a front with a certificate from a test CA: a real ``chroma run``
-behind it, and the Qdrant and Pinecone REST doubles (no real server of theirs can run here).
+behind it, the Qdrant and Pinecone REST doubles and the Weaviate REST and gRPC double (no real server of theirs
+can run here), Milvus Lite's own gRPC server and a real PostgreSQL.
 """
 
 from __future__ import annotations
@@ -225,11 +226,40 @@ def test_pgvector_verifies_a_remote_server_unless_the_url_says_otherwise(caplog:
     assert "verification is OFF" in caplog.text
 
 
-def test_weaviate_verifies_against_system_roots_only_and_refuses_a_ca_or_insecure(certificates: Certificates) -> None:
-    connector = load_connector("weaviate")
-    for tls_verify in (str(certificates.ca), False):
-        with pytest.raises(VdbguardError, match="system's CAs only"):
-            connector(collection="notes", url="https://127.0.0.1:1", tls_verify=tls_verify)
+def test_weaviate_verifies_rest_and_grpc_and_trusts_only_the_given_ca(certificates: Certificates) -> None:
+    """weaviate-client's REST (httpx) and gRPC channels each through a TLS front to the double."""
+    pytest.importorskip("weaviate")
+    import os
+
+    from tests.connectors.doubles.weaviate_server import WeaviateDouble
+
+    weaviate = load_connector("weaviate")
+    uuids = [f"00000000-0000-0000-0000-00000000000{i}" for i in range(3)]
+    with WeaviateDouble() as double:
+        with weaviate(collection="Notes", url=double.url, grpc_port=double.grpc_port) as plain:
+            plain.ensure_collection(DIM, "cosine")
+            plain.upsert([VectorRecord(u, np.full(DIM, i + 1, np.float32)) for i, u in enumerate(uuids)])
+        rest = TlsFront(certificates, int(double.url.rsplit(":", 1)[1]))
+        grpc_front = TlsFront(certificates, double.grpc_port)
+        urls = {"url": f"https://127.0.0.1:{rest.port}", "grpc_url": f"https://127.0.0.1:{grpc_front.port}"}
+        try:
+            environment = dict(os.environ)
+            assert _read_ids(weaviate(collection="Notes", tls_verify=str(certificates.ca), **urls)) == uuids
+            assert dict(os.environ) == environment, "the CA is named to httpx only while the client is built"
+            for refused in ({}, {"tls_verify": str(certificates.other_ca)}):
+                failures = rest.handshake_failures
+                with pytest.raises(ConnectorError, match="--ca-cert"):
+                    _read_ids(weaviate(collection="Notes", connect_timeout=3, **refused, **urls))
+                assert rest.wait_for_handshake_failures(above=failures), "the client must have refused the certificate"
+            failures = grpc_front.handshake_failures  # plain REST, TLS gRPC: the gRPC channel checks on its own
+            with pytest.raises(ConnectorError):
+                _read_ids(weaviate(collection="Notes", url=double.url, grpc_url=urls["grpc_url"], connect_timeout=3))
+            assert grpc_front.wait_for_handshake_failures(above=failures)
+            with pytest.raises(VdbguardError, match="--ca-cert"):
+                weaviate(collection="Notes", tls_verify=False, **urls)
+        finally:
+            rest.close()
+            grpc_front.close()
 
 
 def test_milvus_verifies_the_server_certificate_over_grpc(certificates: Certificates, tmp_path: Path) -> None:
