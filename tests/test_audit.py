@@ -192,3 +192,41 @@ def test_pinecone_and_weaviate_searches_that_return_values_are_found(tmp_path: P
             assert [f["severity"] for f in audit["findings"] if f["check"] == "query endpoint"] == ["low"], name
             assert not [n for n in audit["notes"] if "search" in n], name
             assert "pcsk-audit" not in out.read_text() + result.output
+
+
+def test_with_the_owners_key_a_rotation_is_measured_against_the_adaptive_attacker(
+    embedder, model_cache: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """The owner's key reproduces the stored vectors, so the audit measures the rotation on the store's own (real)
+    text: the attacker retrained on rotated vectors reads them as well as raw ones. A wrong key is caught first."""
+    from tests.evaluate.test_defense import KEY
+    from vdbguard.transforms.keyed import KEY_ENV
+    from vdbguard.transforms.rotation import SecretRotation
+
+    texts = _human_lines(60)
+    store = tmp_path / "store"
+    collection = chromadb.PersistentClient(path=str(store)).create_collection("notes")
+    vectors = SecretRotation(key=KEY).apply(embedder.encode(texts))
+    collection.add(ids=[f"n{i}" for i in range(len(texts))], embeddings=vectors.tolist(), documents=texts)
+    before = tree_digest(store)
+    args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
+    args += ["--transform", "rotation", "--strength", "1", "--attack", "bag-of-words", "--profile", "small"]
+    args += ["--attack-limit", "20"]
+    needs_fit = CliRunner().invoke(main, [*args[:9], "--transform", "pca", "--strength", "64"])
+    assert needs_fit.exit_code == 2 and "--fit-file" in needs_fit.output
+    for key, measured in ((KEY, True), ("not-the-key-" + "9" * 32, False)):
+        monkeypatch.setenv(KEY_ENV, key)
+        out = tmp_path / "audit.json"
+        result = CliRunner().invoke(main, [*args, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        audit = json.loads(out.read_text())
+        found = [f for f in audit["findings"] if f["check"] == "transform strength (owner's key)"]
+        if measured:
+            assert [f["severity"] for f in found] == ["high"], audit["notes"]
+            evidence = found[0]["evidence"]
+            assert evidence["reproduced_median_cosine"] > 0.99 and evidence["attacked_records"] == 20  # of 60
+            assert evidence["leakage_protected_adaptive"] >= 0.5 * evidence["leakage_clean"] > 0
+        else:
+            assert not found and any("does not reproduce the stored vectors" in n for n in audit["notes"])
+        assert key not in out.read_text() + result.output
+    assert tree_digest(store) == before

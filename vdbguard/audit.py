@@ -12,6 +12,10 @@ cannot be inverted. The audit reads the collection (never writes) and reports, e
   (transformed, or another model's), a linear map fitted on half of the store's own (text, vector) pairs is
   tested on the other half (ALGEN): if it carries them back close to the embedder's vectors, whoever reads
   the store can undo the transform without its key and run every inversion attack;
+- **transform strength with the owner's key**: given the transform, strength and key or fit the store was
+  protected with, the audit first checks that they reproduce the stored vectors from their text, then
+  measures on the store's own text what the transform buys against the attacks adapted to it (retrained on
+  vectors protected the same way, and ALGEN alignment): the same measurement as ``evaluate-defense``;
 - **payload–vector consistency**, a check no other tool makes: each stored text is embedded again and compared
   with its stored vector. Where the text holds redaction placeholders (``<PERSON>``, ``[REDACTED]``) but the
   vector is not the embedding of that text, the vector was made from the text before redaction: it leaks
@@ -34,14 +38,19 @@ from vdbguard.attacks.base import l2_normalise
 from vdbguard.connectors.base import Connector
 from vdbguard.embedders import SAME_TEXT, Embedder
 from vdbguard.errors import RecordError, VdbguardError
+from vdbguard.progress import ProgressSink
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Severity
+from vdbguard.transforms.base import Transform
 
 MOSTLY = 0.5  # more records than this not matching their text: the embedder named is not the store's
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{2,}>|\[(?:REDACTED|[A-Z][A-Z_]{2,})\]|\*{4,}|█{2,}")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 UNDONE, PARTLY_UNDONE = 0.8, 0.5  # held-out median cosine after alignment: high, medium (chance is ~0.05)
 MIN_PAIRS = 20
+MIN_NAMED = 10  # texts naming someone needed to judge a transform by the names it lets through
+HOLDS, PARTLY_HOLDS = 0.9, 0.5  # leakage cut against the adaptive attacker: below the first medium, the second high
+REPRODUCED = 0.05  # the owner's transform may fall this far short of agreeing with itself (two noise draws)
 
 
 @dataclass
@@ -303,6 +312,113 @@ def alignment_findings(stored: np.ndarray, embedded: np.ndarray, embedder: str) 
     ]
 
 
+@dataclass
+class OwnerTransform:
+    """The transform the owner says the store was protected with (key from the environment, fit loaded), and
+    how hard to attack it: the ``evaluate-defense`` options."""
+
+    transform: Transform
+    attacks: tuple[str, ...] = ()
+    cheap: bool = False
+    profile: str = "default"
+    attack_limit: int | None = 50
+    progress: ProgressSink | None = None
+
+
+def owner_transform_findings(
+    connector: Connector, embedder: Embedder, owner: OwnerTransform, sample: int
+) -> tuple[list[AuditFinding], list[str]]:
+    """Whether the owner's transform reproduces the stored vectors, and what it buys against the adaptive attacker
+    on the store's own text."""
+    from vdbguard.detectors import load_detector
+    from vdbguard.evaluate.data import EvalItem
+    from vdbguard.evaluate.defense import evaluate_defense
+    from vdbguard.pii import PiiType
+
+    transform = owner.transform
+    rows = list(_records_with_text(connector, sample))
+    if len(rows) < MIN_PAIRS:
+        return [], [f"only {len(rows)} records keep their text: too few to measure {transform.name} on"]
+    texts = [text for _, _, text in rows]
+    stored = l2_normalise(np.stack([vector for _, vector, _ in rows]))
+    embedded = embedder.encode(texts)
+
+    def protect() -> np.ndarray:
+        made = transform.write_path(texts, embedder.encode) if transform.text_side else transform.apply(embedded)
+        return l2_normalise(np.asarray(made, dtype=np.float32))
+
+    mine, again = protect(), protect()  # two draws of any noise: how close a right key can come
+    if mine.shape != stored.shape:
+        return [], [
+            f"{transform.name} makes {mine.shape[1]}-dimensional vectors and the store holds {stored.shape[1]}: "
+            "pass the transform, strength and fit the store was protected with"
+        ]
+    itself = float(np.median(np.sum(mine * again, axis=1)))
+    reproduced = float(np.median(np.sum(mine * stored, axis=1)))
+    if reproduced < itself - REPRODUCED:
+        return [], [
+            f"{transform.name} (strength {transform.strength}) with the given key or fit does not reproduce the "
+            f"stored vectors from their text (median cosine {reproduced:.3f}; it agrees with itself at "
+            f"{itself:.3f}): a wrong key, fit, strength or --embedder; what it buys was not measured"
+        ]
+    detector = load_detector()
+    found = [detector.detect(text) for text in texts]
+    names = [tuple(d.value for d in hits if d.pii_type == PiiType.PERSON) for hits in found]
+    if sum(map(bool, names)) < MIN_NAMED:  # too few to judge by names: judge by every content word instead
+        names = [()] * len(texts)
+    pii = [tuple(d.value for d in hits) for hits in found]
+    items = [EvalItem(text, names=n, pii=p) for text, n, p in zip(texts, names, pii, strict=True)]
+    point = evaluate_defense(
+        transform,
+        embedder,
+        items,
+        attacks=owner.attacks,
+        cheap=owner.cheap,
+        profile=owner.profile,
+        attack_limit=owner.attack_limit,
+        progress=owner.progress,
+    )
+    what = "name parts" if any(item.names for item in items) else "content words"
+    worst = point.worst_leakage
+    cut = point.worst_cut if point.worst_cut is not None else 0.0
+    evidence = {
+        "transform": transform.name,
+        "strength": transform.strength,
+        "reproduced_median_cosine": round(reproduced, 4),
+        "leakage_clean": point.leakage_clean,
+        "leakage_protected": point.leakage_protected,
+        "leakage_protected_adaptive": point.leakage_protected_adaptive,
+        "worst_cut": round(cut, 4),
+        "attacks": {name: asdict(leak) for name, leak in point.attacks.items()},
+        "attacked_records": point.attacked_records,
+        "cheap": point.cheap,
+        "thresholds": {"medium": HOLDS, "high": PARTLY_HOLDS},
+    }
+    said = (
+        f"with the owner's key, the strongest attack adapted to {transform.name} (strength {transform.strength}) "
+        f"recovers {(worst or 0):.0%} of the {what} of {point.attacked_records} of this store's texts, against "
+        f"{point.leakage_clean:.0%} from raw vectors: "
+        + (f"a {cut:.0%} cut" if cut > 0 else "no cut at all")
+        + (" (cheap attackers only: a lower bound on leakage)" if point.cheap else "")
+    )
+    fix = (
+        "choose a setting that holds against the adaptive attacker (vdbguard calibrate), e.g. redact before "
+        "embedding, and keep the key and fit away from whoever reads the store"
+    )
+    if point.unmeasured:
+        return [], [f"{said}; not measured: {', '.join(point.unmeasured)}"]
+    if not point.leakage_clean:
+        return [], [
+            f"the attacks recover nothing from the raw vectors of this store's texts, so what "
+            f"{transform.name} buys cannot be measured here: {said}"
+        ]
+    if cut < PARTLY_HOLDS:
+        return [AuditFinding("transform strength (owner's key)", Severity.HIGH, said, fix, evidence=evidence)], []
+    if cut < HOLDS:
+        return [AuditFinding("transform strength (owner's key)", Severity.MEDIUM, said, fix, evidence=evidence)], []
+    return [], [f"the owner's transform holds: {said}"]
+
+
 def audit_collection(
     connector: Connector,
     *,
@@ -311,12 +427,17 @@ def audit_collection(
     embedder: Embedder,
     sample: int = 2000,
     open_anonymous: Callable[[], Connector] | None = None,
+    owner: OwnerTransform | None = None,
 ) -> AuditReport:
     """The exposure surface of the connector's collection; reads only. ``open_anonymous`` opens the same
-    server collection with no credentials (None for an embedded store, whose files are checked instead)."""
+    server collection with no credentials (None for an embedded store, whose files are checked instead);
+    ``owner``: the transform the store was protected with, to measure what it buys."""
     info = connector.describe()
     access, access_notes = access_findings(connector_name, location, open_anonymous)
     consistency, notes, checked = consistency_findings(connector, embedder, sample)
+    if owner is not None:
+        owned, owner_notes = owner_transform_findings(connector, embedder, owner, sample)
+        consistency, notes = [*consistency, *owned], [*notes, *owner_notes]
     query, query_notes = [], []
     if open_anonymous is not None:  # a server: whoever reads an embedded store's files has every vector anyway
         stored = _first_vector(connector)

@@ -650,6 +650,13 @@ def evaluate_attacks(
     click.echo(json.dumps(metrics, indent=2))
 
 
+_DEFENSE_ATTACK_HELP = (
+    "Attack to measure leakage with (repeatable); the strongest result counts. Default: the strongest suite "
+    "(white-box gradient, the best measured inversion attack, slot-search when the data names people, "
+    "bag-of-words), each also adapted to the defense."
+)
+
+
 @main.command()
 @store_options
 @click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors ('auto').")
@@ -659,6 +666,28 @@ def evaluate_attacks(
     default=2000,
     show_default=True,
     help="Records whose stored text is embedded again and compared with their vector.",
+)
+@click.option(
+    "--transform",
+    "transform_name",
+    help="The transform the store was protected with (key from $VDBGUARD_TRANSFORM_KEY): the audit checks it "
+    "reproduces the stored vectors and measures what it buys against the adaptive attacker on the store's text.",
+)
+@click.option("--strength", type=float, help="With --transform: its strength (default: its own default).")
+@click.option(
+    "--fit-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="With --transform, for transforms that need a fit: the .npz `vdbguard protect` saved.",
+)
+@click.option("--attack", "attack_names", multiple=True, help="With --transform: " + _DEFENSE_ATTACK_HELP)
+@click.option("--cheap", is_flag=True, help="With --transform: only slot-search and bag-of-words (a lower bound).")
+@click.option("--profile", type=click.Choice(["default", "small"]), default="default", show_default=True)
+@click.option(
+    "--attack-limit",
+    type=click.IntRange(1),
+    default=50,
+    show_default=True,
+    help="With --transform: attack at most this many of the store's texts.",
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the audit as JSON to this file.")
 @fail_on_option("high")
@@ -671,14 +700,39 @@ def audit(
     option: tuple[str, ...],
     embedder: str,
     sample: int,
+    transform_name: str | None,
+    strength: float | None,
+    fit_file: Path | None,
+    attack_names: tuple[str, ...],
+    cheap: bool,
+    profile: str,
+    attack_limit: int,
     out: Path | None,
     fail_on: str,
 ) -> None:
     """Audit a collection's exposure (reads only): plain-http transport, access without credentials (or store
-    files other users can read), raw embedder output, and vectors made from text their payload redacts."""
-    from vdbguard.audit import ANONYMOUS, audit_collection
+    files other users can read), raw embedder output, vectors made from text their payload redacts, and, with
+    the owner's --transform, what the transform really buys."""
+    from vdbguard.audit import ANONYMOUS, OwnerTransform, audit_collection
     from vdbguard.cache import write_json_atomic
     from vdbguard.scan import resolve_embedder
+
+    owner = None
+    if transform_name is not None:
+        from vdbguard.transforms.chain import build_transform
+        from vdbguard.transforms.fitting import load_fit
+
+        transform = build_transform(transform_name, strength)
+        if fit_file is not None:
+            load_fit(transform, fit_file)
+        elif transform.needs_fit:
+            raise click.UsageError(
+                f"{transform_name} needs the fit the store was protected with: pass --fit-file (the .npz `vdbguard "
+                "protect` saved); a fit made on other data would not reproduce the stored vectors"
+            )
+        owner = OwnerTransform(transform, attack_names, cheap, profile, attack_limit)
+    elif fit_file is not None or strength is not None or attack_names or cheap:
+        raise click.UsageError("--strength, --fit-file, --attack and --cheap go with --transform")
 
     location = redact_userinfo(str(path or url))
     anonymous = (*option, *(f"{key}={json.dumps(value)}" for key, value in ANONYMOUS.get(connector_name, {}).items()))
@@ -694,6 +748,7 @@ def audit(
             open_anonymous=(lambda: _open_connector(connector_name, collection, None, anonymous_url, anonymous))
             if url is not None
             else None,
+            owner=owner,
         )
     rows = [
         (f.severity.value, f.check, f.message, f.fix) for f in sorted(result.findings, key=lambda f: -f.severity.rank)
@@ -793,13 +848,6 @@ def protect(
                 fit_path=fit_file,
             )
     console.print(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
-
-
-_DEFENSE_ATTACK_HELP = (
-    "Attack to measure leakage with (repeatable); the strongest result counts. Default: the strongest suite "
-    "(white-box gradient, the best measured inversion attack, slot-search when the data names people, "
-    "bag-of-words), each also adapted to the defense."
-)
 
 
 def defense_options(command: Callable[..., Any]) -> Callable[..., Any]:

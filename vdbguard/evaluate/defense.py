@@ -310,7 +310,7 @@ class DefenseBench:
 
     def protect(self, transform: Transform) -> tuple[np.ndarray, np.ndarray]:
         """Documents and queries as the store would hold and receive them under ``transform``."""
-        if transform.needs_fit:
+        if transform.needs_fit and not transform.fitted:  # a fit the owner saved is measured as it is
             fit_on_corpus(transform, self.embedder, self.profile, self.progress)
         text_side = transform.text_side
         docs = transform.write_path(self.texts, self.embedder.encode) if text_side else transform.apply(self.clean)
