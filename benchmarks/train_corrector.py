@@ -371,8 +371,10 @@ def train(args: argparse.Namespace, embedders: dict[str, Embedder]) -> tuple[Uni
 
 def main() -> None:
     args = parse_args()
+    if args.weights:  # measured where they lie; nothing is trained, so nothing is cleaned
+        args.out = args.weights.parent
     args.out.mkdir(parents=True, exist_ok=True)
-    if not args.resume:
+    if not args.resume and not args.weights:
         for stale in [*args.out.glob("corrector-*.pt"), *args.out.glob("pairs-*/*.json*")]:
             stale.unlink()
     import torch
@@ -382,7 +384,6 @@ def main() -> None:
     if args.weights:
         corrector = UniversalCorrector.load(args.weights, threads=args.threads)
         config, facts = corrector.config, dict(corrector.facts)
-        args.out = args.weights.parent
     else:
         corrector, facts = train(args, embedders)
         if corrector is None:
