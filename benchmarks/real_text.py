@@ -125,15 +125,16 @@ def build_store(path: Path, texts: list[tuple[str, bool]], model: Embedder, with
 
 
 def score(report, truth: dict[str, bool], only: set[str]) -> dict[str, float | int]:
-    flagged = {f.record_id for f in report.findings}
-    person = {f.record_id for f in report.findings if "PERSON" in f.pii_types}
+    findings = list(report.iter_findings())
+    flagged = {f.record_id for f in findings}
+    person = {f.record_id for f in findings if "PERSON" in f.pii_types}
     positives = [i for i in only if truth[i]]
     negatives = [i for i in only if not truth[i]]
 
     def rate(ids: list[str], hits: set[str]) -> float:
         return round(sum(i in hits for i in ids) / max(1, len(ids)), 4)
 
-    negative_types = Counter(t for f in report.findings if f.record_id in set(negatives) for t in f.pii_types)
+    negative_types = Counter(t for f in findings if f.record_id in set(negatives) for t in f.pii_types)
     return {
         "records": len(only),
         "recall": rate(positives, flagged),

@@ -1,6 +1,6 @@
 """Incremental re-scans (issue #13): first scan vs re-scan of the same collection, unchanged and 1% changed.
 
-    python benchmarks/rescan.py --records 100000 [--sample-percent 100] [--profile small]
+    python benchmarks/rescan.py --records 100000 [--sample-percent 100] [--profile small] [--formats json,md]
 
 Fills an embedded LanceDB table with ``--records`` vectors: MiniLM embeddings of 5,000 real
 sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
@@ -71,6 +71,7 @@ def timed_scan(args: list[str]) -> tuple[float, float, str]:
 def main() -> None:
     parser = bench_parser(__doc__, records=100_000, sample_percent=100)
     parser.add_argument("--profile", default="small")
+    parser.add_argument("--formats", default="json", help="report formats each scan writes: json,md,html,sarif,csv")
     options = parser.parse_args()
     from vdbguard.connectors.lancedb import LanceDBConnector
 
@@ -87,7 +88,7 @@ def main() -> None:
         scan = [
             "scan", "--connector", "lancedb", "--path", str(store), "--collection", "bench",
             "--profile", options.profile, "--state", str(state), "--batch-size", "1000",
-            "--sample", str(options.sample_percent / 100), "--format", "json", "--fail-on", "never",
+            "--sample", str(options.sample_percent / 100), "--format", options.formats, "--fail-on", "never",
         ]  # fmt: skip
         rows = []
         first = timed_scan([*scan, "--out", str(workdir / "first")])
@@ -100,7 +101,8 @@ def main() -> None:
         state_mib = sum(p.stat().st_size for p in workdir.glob("state.sqlite*")) / 2**20
 
     print(f"\n{options.records:,} records (fill {fill_s:.0f} s), profile {options.profile}, "
-          f"first-scan sample {options.sample_percent}%, state file {state_mib:.1f} MiB\n")  # fmt: skip
+          f"first-scan sample {options.sample_percent}%, formats {options.formats}, "
+          f"state file {state_mib:.1f} MiB\n")  # fmt: skip
     print("| run | wall (s) | speed-up vs first | peak RSS (MiB) |")
     print("|---|---|---|---|")
     for name, (seconds, rss, _) in rows:

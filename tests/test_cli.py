@@ -119,6 +119,26 @@ def test_rescan_with_state_carries_unchanged_records_over(scan_args, tmp_path: P
     assert (tmp_path / "c" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
 
 
+def test_spooled_findings_reach_every_report_and_the_re_render_as_held_ones(
+    scan_args, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the in-memory limit (here 0) a scan's findings, and a re-render's from the state, are streamed from
+    disk: the same findings in report.json, and the same report.md."""
+    from vdbguard.scan import state
+
+    run(*scan_args, "--out", str(tmp_path / "held"), "--format", "json,md")
+    monkeypatch.setattr(state, "IN_MEMORY_FINDINGS", 0)
+    scanned = run(*scan_args, "--out", str(tmp_path / "spooled"), "--state", str(tmp_path / "s"), "--format", "json,md")
+    rendered = run("report", str(tmp_path / "s"), "--format", "json,md", "--out", str(tmp_path / "rendered"))
+    assert scanned[0] == 1 and rendered[0] == 0, scanned[1] + rendered[1]
+    held = json.loads((tmp_path / "held" / "report.json").read_text())
+    assert held["findings"]
+    for folder in ("spooled", "rendered"):
+        assert json.loads((tmp_path / folder / "report.json").read_text())["findings"] == held["findings"], folder
+        findings_section = (tmp_path / folder / "report.md").read_text().split("## Findings")[1]
+        assert findings_section == (tmp_path / "held" / "report.md").read_text().split("## Findings")[1], folder
+
+
 def test_missing_collection_is_a_clear_error(pii_store) -> None:
     code, output = run("scan", "--connector", "chroma", "--path", str(pii_store[0]), "--collection", "nope")
     assert code == 2

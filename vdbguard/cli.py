@@ -78,7 +78,7 @@ def exit_code(report: Report, fail_on: str) -> int:
     if fail_on == "never":
         return EXIT_CLEAN
     threshold = Severity(fail_on).rank
-    return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.findings) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.iter_findings()) else EXIT_CLEAN
 
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:

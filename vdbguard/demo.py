@@ -76,7 +76,7 @@ def build_demo_store(
 
 
 def demo_metrics(report: Report, truth: dict[str, bool]) -> DemoMetrics:
-    flagged = {finding.record_id for finding in report.findings}
+    flagged = {finding.record_id for finding in report.iter_findings()}
     return DemoMetrics(
         pii_records=sum(truth.values()),
         flagged_pii=sum(1 for rid, pii in truth.items() if pii and rid in flagged),

@@ -167,3 +167,23 @@ def test_unknown_format_refused_before_writing(tmp_path: Path) -> None:
     with pytest.raises(VdbguardError, match="unknown report 'xlsx'"):
         write_reports(make_report(), tmp_path, ["json", "csv", "xlsx"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_spooled_findings_write_byte_identical_reports_in_every_format(tmp_path: Path) -> None:
+    """A report of many findings streams them from disk (memory does not grow with findings); every writer
+    gives the same bytes as from the list, ties in severity and score kept in the same order."""
+    from vdbguard.reports.spool import FindingSpool
+
+    report = make_report(masked=False)
+    many = [f.model_copy(update={"record_id": f"{f.record_id}-{i:04d}"}) for i in range(1700) for f in report.findings]
+    in_memory = report.model_copy(update={"findings": many})
+    spool = FindingSpool(f.model_dump_json() for f in many)
+    spooled = in_memory.spooled(spool)
+    assert spooled.findings == [] and spooled.finding_count == len(many) == len(list(spooled.iter_findings()))
+    formats = ["json", "md", "html", "sarif", "csv"]
+    for name, which in (("memory", in_memory), ("spool", spooled)):
+        (tmp_path / name).mkdir()
+        write_reports(which, tmp_path / name, formats)
+    for path in (tmp_path / "memory").iterdir():
+        assert path.read_bytes() == (tmp_path / "spool" / path.name).read_bytes(), path.name
+    assert len(json.loads((tmp_path / "spool" / "report.json").read_text())["findings"]) == len(many)

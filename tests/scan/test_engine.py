@@ -284,3 +284,24 @@ def test_a_state_in_use_by_another_process_is_refused_and_free_again_after(tmp_p
     with ScanStore(state) as store:  # released when the other process ends
         assert store.path == state
     assert (tmp_path / "scan.sqlite.lock").stat().st_mode & 0o777 == 0o600
+
+
+def test_past_the_in_memory_limit_findings_are_spooled_and_read_back_whole(
+    pii_store, small_attacks, detector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan with more findings than a report holds in memory returns them on disk, the same ones in the same
+    order; a re-scan carrying them over spools them too."""
+    from vdbguard.reports.spool import FindingSpool
+    from vdbguard.scan import state
+
+    path, collection, _ = pii_store
+    scanner = Scanner(small_attacks, detector, dimension=384)
+    with ChromaConnector(collection=collection, path=path) as connector:
+        held = scanner.scan(connector, batch_size=32)
+        monkeypatch.setattr(state, "IN_MEMORY_FINDINGS", 0)
+        spooled = scanner.scan(connector, batch_size=32, state_path=tmp_path / "s.sqlite", target="t")
+        again = scanner.scan(connector, batch_size=32, state_path=tmp_path / "s.sqlite", target="t")
+    assert isinstance(held.findings, list) and held.findings
+    for result in (spooled, again):
+        assert isinstance(result.findings, FindingSpool)
+        assert list(result.findings) == held.findings and result.summary.records_flagged == len(held.findings)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,13 +22,18 @@ class ReportWriter(ABC):
     @abstractmethod
     def render(self, report: Report) -> str: ...
 
+    def chunks(self, report: Report) -> Iterator[str]:
+        """The file in pieces: writers of every finding stream them, so memory does not grow with findings."""
+        yield self.render(report)
+
     def write(self, report: Report, out: Path) -> Path:
         """Replace the file whole, owner-only (a report names records that leak): a full disk leaves the
         previous report, never half of a new one."""
         path = out / self.filename
         try:
             with atomic_write(path) as handle:
-                handle.write(self.render(report).encode("utf-8"))
+                for chunk in self.chunks(report):
+                    handle.write(chunk.encode("utf-8"))
         except OSError as exc:
             raise VdbguardError(
                 f"cannot write the report {path} ({exc})",
@@ -38,3 +45,18 @@ class ReportWriter(ABC):
 def strongest_evidence(finding: Finding) -> Evidence:
     """The evidence furthest over its own threshold: attacks score on different scales, so compare margins."""
     return max(finding.evidence, key=lambda e: e.score - e.threshold)
+
+
+def splice_list(document: str, key: str, items: Iterable[str]) -> Iterator[str]:
+    """``document`` (JSON indented by 2) with the empty list under ``key`` filled with ``items`` (each item's own
+    JSON, indented by 2), indented as a dump of the whole document would indent them."""
+    found = re.search(rf'\n( *)"{re.escape(key)}": \[\]', document)
+    if found is None:
+        raise ValueError(f"no empty {key!r} list in the document")
+    indent = found.group(1) + "  "
+    yield document[: found.end() - 1]
+    first = True
+    for item in items:
+        yield ("\n" if first else ",\n") + indent + item.replace("\n", "\n" + indent)
+        first = False
+    yield ("\n" + found.group(1) + "]" if not first else "]") + document[found.end() :]

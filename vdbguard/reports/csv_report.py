@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from typing import ClassVar
 
 from vdbguard.reports.base import ReportWriter, strongest_evidence
@@ -45,14 +46,24 @@ def _row(finding: Finding) -> list[str]:
 
 
 def render_csv(report: Report) -> str:
+    return "".join(csv_chunks(report))
+
+
+def csv_chunks(report: Report) -> Iterator[str]:
+    """One piece per 1,000 rows."""
     buffer = io.StringIO()
     # "\n", not the csv default "\r\n": write_text would turn it into "\r\r\n" on Windows.
     writer = csv.writer(buffer, lineterminator="\n")
     if not report.masked:
         writer.writerow([UNMASKED_WARNING])
     writer.writerow(COLUMNS)
-    writer.writerows(_row(finding) for finding in report.findings)
-    return buffer.getvalue()
+    for count, finding in enumerate(report.iter_findings(), start=1):
+        writer.writerow(_row(finding))
+        if count % 1000 == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
 
 
 class CsvReport(ReportWriter):
@@ -61,3 +72,6 @@ class CsvReport(ReportWriter):
 
     def render(self, report: Report) -> str:
         return render_csv(report)
+
+    def chunks(self, report: Report) -> Iterator[str]:
+        return csv_chunks(report)

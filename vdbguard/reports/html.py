@@ -8,8 +8,9 @@ record ids and recovered words are attacker-influenced.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import ClassVar, NamedTuple
 
@@ -138,7 +139,7 @@ def _severity_bars(by_severity: dict[str, int]) -> list[tuple[str, int]]:
     return [(sev.value, by_severity.get(sev.value, 0)) for sev in reversed(Severity)]
 
 
-def score_margins(findings: Sequence[Finding]) -> dict[str, list[float]]:
+def score_margins(findings: Iterable[Finding]) -> dict[str, list[float]]:
     """Attack -> ``score - threshold`` of each of its evidence items: attacks score on different scales."""
     margins: dict[str, list[float]] = defaultdict(list)
     for finding in findings:
@@ -168,7 +169,7 @@ def plots(report: Report) -> dict[str, object]:
         "pii": bar_chart("Records by PII type", sorted(s.by_pii_type.items(), key=lambda kv: (-kv[1], kv[0]))),
         "margins": [
             histogram(f"{attack} ({len(values)} evidence)", values, "score − threshold")
-            for attack, values in score_margins(report.findings).items()
+            for attack, values in score_margins(report.iter_findings()).items()
         ],
         "trend": trend_chart(report.history),
     }
@@ -180,14 +181,19 @@ class FindingRow(NamedTuple):
     recovered: str
 
 
-def finding_rows(report: Report) -> list[FindingRow]:
+def finding_rows(report: Report, limit: int | None = None) -> list[FindingRow]:
     """Most severe first; within a severity, the strongest evidence (margin over its threshold) first."""
-    rows = []
-    for finding in report.findings:
+
+    def row(finding: Finding) -> FindingRow:
         best = strongest_evidence(finding) if finding.evidence else None
         recovered = (best and best.recovered) or next((e.recovered for e in finding.evidence if e.recovered), "")
-        rows.append(FindingRow(finding, best, recovered))
-    return sorted(rows, key=lambda r: (-r.finding.severity.rank, -(r.best.score - r.best.threshold if r.best else 0)))
+        return FindingRow(finding, best, recovered)
+
+    def order(r: FindingRow) -> tuple[int, float]:
+        return -r.finding.severity.rank, -(r.best.score - r.best.threshold if r.best else 0)
+
+    rows = map(row, report.iter_findings())
+    return sorted(rows, key=order) if limit is None else heapq.nsmallest(limit, rows, key=order)
 
 
 @cache
@@ -205,10 +211,10 @@ def _template() -> jinja2.Template:
 
 
 def render_html(report: Report) -> str:
-    rows = finding_rows(report)
     return _template().render(
         report=report,
-        rows=rows[:MAX_HTML_FINDINGS],
+        finding_count=report.finding_count,
+        rows=finding_rows(report, MAX_HTML_FINDINGS),
         problems=report.record_problems[:MAX_HTML_FINDINGS],
         max_rows=MAX_HTML_FINDINGS,
         max_history_rows=MAX_HISTORY_ROWS,

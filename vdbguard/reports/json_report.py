@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import ClassVar
 
-from vdbguard.reports.base import ReportWriter
+from vdbguard.reports.base import ReportWriter, splice_list
 from vdbguard.reports.schema import Report
 
 
@@ -13,4 +14,11 @@ class JsonReport(ReportWriter):
     filename: ClassVar[str] = "report.json"
 
     def render(self, report: Report) -> str:
-        return report.model_dump_json(indent=2)
+        return "".join(self.chunks(report))
+
+    def chunks(self, report: Report) -> Iterator[str]:
+        if report.findings or not report.finding_count:
+            yield report.model_dump_json(indent=2)
+            return
+        findings = (finding.model_dump_json(indent=2) for finding in report.iter_findings())
+        yield from splice_list(report.model_dump_json(indent=2), "findings", findings)

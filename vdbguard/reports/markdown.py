@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import ClassVar
 
 from vdbguard.reports.base import ReportWriter
@@ -54,12 +55,16 @@ def render_markdown(report: Report) -> str:
             for a in report.attacks
         ],
     )
-    findings = sorted(report.findings, key=lambda f: (-f.severity.rank, -max(e.score for e in f.evidence)))
-    lines += ["", f"## Findings ({len(findings)})", ""]
-    if len(findings) > MAX_MARKDOWN_FINDINGS:
+    most_severe = heapq.nsmallest(
+        MAX_MARKDOWN_FINDINGS,
+        report.iter_findings(),
+        key=lambda f: (-f.severity.rank, -max(e.score for e in f.evidence)),
+    )
+    lines += ["", f"## Findings ({report.finding_count})", ""]
+    if report.finding_count > MAX_MARKDOWN_FINDINGS:
         lines += [f"The {MAX_MARKDOWN_FINDINGS} most severe are listed; report.json has all of them.", ""]
     rows = []
-    for finding in findings[:MAX_MARKDOWN_FINDINGS]:
+    for finding in most_severe:
         evidence = "; ".join(
             f"{e.attack}: {e.pii_type} {e.score:.2f}≥{e.threshold:.2f}" + (f" `{e.recovered}`" if e.recovered else "")
             for e in finding.evidence

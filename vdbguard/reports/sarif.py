@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from vdbguard.reports.base import ReportWriter, strongest_evidence
+from vdbguard.reports.base import ReportWriter, splice_list, strongest_evidence
 from vdbguard.reports.schema import Finding, Report, Severity
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -84,7 +85,11 @@ def _result(report: Report, finding: Finding, rule_index: dict[str, int]) -> dic
 
 
 def render_sarif(report: Report) -> str:
-    pii_types = sorted({e.pii_type for f in report.findings for e in f.evidence})
+    return "".join(sarif_chunks(report))
+
+
+def sarif_chunks(report: Report) -> Iterator[str]:
+    pii_types = sorted({e.pii_type for f in report.iter_findings() for e in f.evidence})
     rule_index = {pii_type: i for i, pii_type in enumerate(pii_types)}
     t = report.target
     properties: dict[str, Any] = {
@@ -104,11 +109,15 @@ def render_sarif(report: Report) -> str:
         },
         # The category: one collection's upload must not close another collection's alerts.
         "automationDetails": {"id": f"vdbguard/{t.connector}/{t.collection}/"},
-        "results": [_result(report, finding, rule_index) for finding in report.findings],
+        "results": [],
         "properties": properties,
     }
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False)
+    results = (
+        json.dumps(_result(report, finding, rule_index), indent=2, ensure_ascii=False)
+        for finding in report.iter_findings()
+    )
+    yield from splice_list(json.dumps(log, indent=2, ensure_ascii=False), "results", results)
 
 
 class SarifReport(ReportWriter):
@@ -117,3 +126,6 @@ class SarifReport(ReportWriter):
 
     def render(self, report: Report) -> str:
         return render_sarif(report)
+
+    def chunks(self, report: Report) -> Iterator[str]:
+        return sarif_chunks(report)

@@ -5,10 +5,12 @@ Bump SCHEMA_VERSION's major part for any change that could break a consumer.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 SCHEMA_VERSION = "1.4"
 
@@ -179,6 +181,9 @@ class Coverage(BaseModel):
 
 
 class Report(BaseModel):
+    """One scan's report. Past 5,000 findings a scan keeps them on disk and ``findings`` is empty: read them
+    with :meth:`iter_findings` (and count them with :attr:`finding_count`), which works for every report."""
+
     schema_version: str = SCHEMA_VERSION
     tool_version: str
     created_at: datetime
@@ -199,3 +204,18 @@ class Report(BaseModel):
     history: list[RunSummary] = Field(
         default_factory=list, description="this job's finished runs on this collection, oldest first, this run last"
     )
+    _spool: Any = PrivateAttr(default=None)  # a FindingSpool holding the findings instead of ``findings``
+
+    def spooled(self, spool: Any) -> Report:
+        """This report with its findings read from ``spool`` (a FindingSpool) rather than held in ``findings``."""
+        report = self.model_copy(update={"findings": []})
+        report._spool = spool
+        return report
+
+    def iter_findings(self) -> Iterator[Finding]:
+        """Every finding, from memory or streamed from the spool: what report writers read."""
+        return iter(self._spool) if self._spool is not None else iter(self.findings)
+
+    @property
+    def finding_count(self) -> int:
+        return len(self._spool) if self._spool is not None else len(self.findings)

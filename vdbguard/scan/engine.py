@@ -38,6 +38,7 @@ from vdbguard.reports.schema import (
     Severity,
     Summary,
 )
+from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.state import RecordRow, Run, ScanStore, record_digest, verdict_key
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
@@ -340,7 +341,7 @@ class DeepTier:
 
 @dataclass
 class ScanResult:
-    findings: list[Finding]
+    findings: list[Finding] | FindingSpool  # a spool on disk past IN_MEMORY_FINDINGS
     problems: list[RecordProblem]
     summary: Summary
     coverage: Coverage

@@ -24,7 +24,8 @@ from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
-from vdbguard.reports.schema import Report, Severity
+from vdbguard.reports.schema import Finding, Report, Severity
+from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.state import ScanStore, restrict
 
 
@@ -61,7 +62,7 @@ def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple
     """The report without the PII types accepted for each record (a finding left with none is dropped), and
     record id -> the types left open, for every finding a suppression touched."""
     open_types: dict[str, list[str]] = {}
-    for finding in report.findings:
+    for finding in report.iter_findings():
         still_open = [
             t
             for t in finding.pii_types
@@ -71,16 +72,23 @@ def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple
             open_types[finding.record_id] = still_open
     if not open_types:
         return report, open_types
-    kept = [f for finding in report.findings if (f := restrict(finding, open_types)) is not None]
+    kept: list[Finding] | FindingSpool = [] if report.findings or not report.finding_count else FindingSpool()
+    severities: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    for finding in report.iter_findings():
+        restricted = restrict(finding, open_types)
+        if restricted is not None:
+            kept.append(restricted)
+            severities[restricted.severity.value] += 1
+            types.update(restricted.pii_types)
     summary = report.summary.model_copy(
-        update={
-            "records_flagged": len(kept),
-            "by_severity": dict(Counter(f.severity.value for f in kept)),
-            "by_pii_type": dict(Counter(t for f in kept for t in f.pii_types)),
-        }
+        update={"records_flagged": len(kept), "by_severity": dict(severities), "by_pii_type": dict(types)}
     )
     coverage = report.coverage and report.coverage.model_copy(update={"findings_suppressed": len(open_types)})
-    return report.model_copy(update={"findings": kept, "summary": summary, "coverage": coverage}), open_types
+    update = {"summary": summary, "coverage": coverage}
+    if isinstance(kept, list):
+        return report.model_copy(update={**update, "findings": kept}), open_types
+    return report.model_copy(update=update).spooled(kept), open_types
 
 
 def run_job(

@@ -207,13 +207,15 @@ def scan_collection(
         attacks=attack_info,
         masked=mask_pii,
         summary=result.summary,
-        findings=result.findings,
+        findings=result.findings if isinstance(result.findings, list) else [],
         record_problems=result.problems,
         coverage=result.coverage,
         history=result.history,
         calibration=calibration_report,
         expected_quality=quality,
     )
+    if not isinstance(result.findings, list):
+        report = report.spooled(result.findings)
     if state_path is not None:
         with ScanStore(state_path) as store:
             store.save_report(report)

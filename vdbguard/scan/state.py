@@ -31,6 +31,7 @@ import numpy as np
 from vdbguard.errors import VdbguardError
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
+from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
 
 log = logging.getLogger(__name__)
 
@@ -289,15 +290,21 @@ class ScanStore:
             "SELECT finding, problem FROM records WHERE target = ? AND attacked_run <= ? "
             "AND (finding IS NOT NULL OR problem IS NOT NULL) ORDER BY record_id",
             (target, run_id),
-        ).fetchall()
+        )
         open_types = json.loads(hidden or "{}")
-        findings = [
-            kept
-            for finding, _ in rows
-            if finding is not None and (kept := restrict(Finding.model_validate_json(finding), open_types)) is not None
-        ]
-        problems = [RecordProblem.model_validate_json(problem) for _, problem in rows if problem is not None]
-        return report.model_copy(update={"findings": findings, "record_problems": problems})
+        spool, problems = FindingSpool(), []
+        for finding, problem in rows:
+            kept = None if finding is None else restrict(Finding.model_validate_json(finding), open_types)
+            if kept is not None:
+                spool.append(kept)
+            if problem is not None:
+                problems.append(RecordProblem.model_validate_json(problem))
+        report = report.model_copy(update={"record_problems": problems})
+        return (
+            report.spooled(spool)
+            if len(spool) > IN_MEMORY_FINDINGS
+            else report.model_copy(update={"findings": list(spool)})
+        )
 
     def latest_reports(self) -> list[Report]:
         """The last finished run's report of every target in this state file, findings included."""
@@ -415,8 +422,10 @@ class Run:
             )
         )
 
-    def findings(self) -> list[Finding]:
-        return [Finding.model_validate_json(f) for f in self._rows("finding")]
+    def findings(self) -> list[Finding] | FindingSpool:
+        """This run's findings in record-id order: a plain list when there are few, else a spool on disk."""
+        spool = FindingSpool(self._rows("finding"))
+        return list(spool) if len(spool) <= IN_MEMORY_FINDINGS else spool
 
     def problems(self) -> list[RecordProblem]:
         return [RecordProblem.model_validate_json(p) for p in self._rows("problem")]
@@ -428,7 +437,7 @@ class Run:
             ).fetchone()[0]
         )
 
-    def summary(self, findings: list[Finding]) -> Summary:
+    def summary(self, findings: Iterable[Finding]) -> Summary:
         """This run's counts; ``findings`` are ``self.findings()``, read once by the caller."""
         severities: Counter[str] = Counter()
         types: Counter[str] = Counter()
@@ -437,7 +446,7 @@ class Run:
             types.update(finding.pii_types)
         return Summary(
             records_scanned=self.count(),
-            records_flagged=len(findings),
+            records_flagged=sum(severities.values()),
             records_skipped=self.count("problem IS NOT NULL"),
             by_severity=dict(severities),
             by_pii_type=dict(types),
