@@ -230,3 +230,26 @@ def test_with_the_owners_key_a_rotation_is_measured_against_the_adaptive_attacke
             assert not found and any("does not reproduce the stored vectors" in n for n in audit["notes"])
         assert key not in out.read_text() + result.output
     assert tree_digest(store) == before
+
+
+def test_without_text_the_vectors_statistics_tell_raw_output_from_a_rotation(embedder, tmp_path: Path) -> None:
+    """Stores that keep no text: held-out chatterbot lines (never the reference lines) embedded raw are found raw
+    by their statistics alone; the same vectors under a keyed rotation are not."""
+    from vdbguard.corpus.human import human_sentences
+    from vdbguard.transforms.rotation import SecretRotation
+
+    raw = embedder.encode(human_sentences("holdout")[:200])
+    for name, vectors in (("raw", raw), ("rotated", SecretRotation(key="audit-stats-key-" + "1" * 32).apply(raw))):
+        store = tmp_path / name
+        collection = chromadb.PersistentClient(path=str(store)).create_collection("notes")
+        collection.add(ids=[f"n{i}" for i in range(len(vectors))], embeddings=np.asarray(vectors).tolist())
+        out = tmp_path / f"{name}.json"
+        args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
+        assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+        audit = json.loads(out.read_text())
+        found = [f for f in audit["findings"] if f["check"] == "raw vectors"]
+        if name == "raw":
+            assert [f["severity"] for f in found] == ["medium"]
+            assert found[0]["evidence"]["mean_direction_cosine"] >= 0.9
+        else:
+            assert not found and any("not all-MiniLM-L6-v2's raw output" in n for n in audit["notes"]), audit["notes"]

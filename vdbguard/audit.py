@@ -8,6 +8,9 @@ cannot be inverted. The audit reads the collection (never writes) and reports, e
   embedded store whose files other users of the machine can read;
 - **raw vectors**: stored vectors that the named embedder makes from their own stored text are its raw
   output, so every inversion attack applies as measured;
+- **vector statistics**: without any text, whether the stored vectors look like the named embedder's raw
+  output: the direction of their mean and the profile of their spread per dimension, against its output on
+  reference text (a keyed rotation or strong noise destroys both; quantization keeps them);
 - **transform strength**: where the stored vectors are not the named embedder's output for their text
   (transformed, or another model's), a linear map fitted on half of the store's own (text, vector) pairs is
   tested on the other half (ALGEN): if it carries them back close to the embedder's vectors, whoever reads
@@ -48,6 +51,8 @@ _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{2,}>|\[(?:REDACTED|[A-Z][A-Z_]{2,})\]|\
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 UNDONE, PARTLY_UNDONE = 0.8, 0.5  # held-out median cosine after alignment: high, medium (chance is ~0.05)
 MIN_PAIRS = 20
+LOOKS_RAW = 0.9, 0.8  # mean-direction cosine, spread-profile correlation at or above which vectors look raw
+MIN_VECTORS = 50
 MIN_NAMED = 10  # texts naming someone needed to judge a transform by the names it lets through
 HOLDS, PARTLY_HOLDS = 0.9, 0.5  # leakage cut against the adaptive attacker: below the first medium, the second high
 REPRODUCED = 0.05  # the owner's transform may fall this far short of agreeing with itself (two noise draws)
@@ -207,6 +212,70 @@ def _first_vector(connector: Connector) -> np.ndarray | None:
             except RecordError:
                 continue
     return None
+
+
+def _sample_vectors(connector: Connector, limit: int) -> np.ndarray | None:
+    vectors = []
+    for batch in connector.iter_batches(batch_size=256):
+        for record in batch.records:
+            try:
+                vectors.append(record.checked_vector())
+            except RecordError:
+                continue
+            if len(vectors) >= limit:
+                return np.stack(vectors)
+    return np.stack(vectors) if vectors else None
+
+
+def statistics_findings(connector: Connector, embedder: Embedder, sample: int) -> tuple[list[AuditFinding], list[str]]:
+    """Whether the stored vectors look like ``embedder``'s raw output by their statistics alone (no text needed)."""
+    from vdbguard.corpus.embedded import embed_list
+    from vdbguard.corpus.human import human_sentences
+
+    vectors = _sample_vectors(connector, sample)
+    if vectors is None or len(vectors) < MIN_VECTORS:
+        return [], [f"fewer than {MIN_VECTORS} readable vectors: their statistics were not compared"]
+    norms = np.linalg.norm(vectors, axis=1)
+    stats: dict[str, Any] = {
+        "vectors": len(vectors),
+        "norm_mean": round(float(norms.mean()), 4),
+        "norm_std": round(float(norms.std()), 4),
+        "distinct_values_per_dimension": int(np.median([len(np.unique(column)) for column in vectors.T[:32]])),
+    }
+    if vectors.shape[1] != embedder.dimension:
+        return [], [
+            f"stored vectors have {vectors.shape[1]} dimensions, {embedder.name} makes {embedder.dimension}: {stats}"
+        ]
+    reference = embed_list(embedder, human_sentences("train")[:300])
+    unit = l2_normalise(vectors)
+    mean, expected = unit.mean(axis=0), reference.mean(axis=0)
+    stats["mean_direction_cosine"] = round(
+        float(mean @ expected / (np.linalg.norm(mean) * np.linalg.norm(expected))), 4
+    )
+    stats["spread_profile_correlation"] = round(float(np.corrcoef(unit.std(axis=0), reference.std(axis=0))[0, 1]), 4)
+    stats["thresholds"] = dict(zip(("mean_direction_cosine", "spread_profile_correlation"), LOOKS_RAW, strict=True))
+    looks_raw = stats["mean_direction_cosine"] >= LOOKS_RAW[0] and stats["spread_profile_correlation"] >= LOOKS_RAW[1]
+    said = (
+        f"mean direction cosine {stats['mean_direction_cosine']} and spread profile correlation "
+        f"{stats['spread_profile_correlation']} against {embedder.name}'s output on reference text, over "
+        f"{len(vectors)} stored vectors"
+    )
+    if not looks_raw:
+        return [], [
+            f"by their statistics the stored vectors are not {embedder.name}'s raw output ({said}): "
+            "transformed, or another model's"
+        ]
+    return [
+        AuditFinding(
+            "raw vectors",
+            Severity.MEDIUM,
+            f"by their statistics the stored vectors look like {embedder.name}'s raw output ({said}): every "
+            "inversion attack applies as measured",
+            "protect the vectors before insert (vdbguard protect / guard; BENCHMARKS.md: redact before embedding) "
+            "and give readers of raw vectors the fewest credentials",
+            evidence=stats,
+        )
+    ], []
 
 
 def consistency_findings(
@@ -435,6 +504,9 @@ def audit_collection(
     info = connector.describe()
     access, access_notes = access_findings(connector_name, location, open_anonymous)
     consistency, notes, checked = consistency_findings(connector, embedder, sample)
+    if not any(f.check == "raw vectors" for f in consistency):  # the text did not already tell
+        statistics, statistics_notes = statistics_findings(connector, embedder, sample)
+        consistency, notes = [*consistency, *statistics], [*notes, *statistics_notes]
     if owner is not None:
         owned, owner_notes = owner_transform_findings(connector, embedder, owner, sample)
         consistency, notes = [*consistency, *owned], [*notes, *owner_notes]

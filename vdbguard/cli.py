@@ -711,8 +711,8 @@ def audit(
     fail_on: str,
 ) -> None:
     """Audit a collection's exposure (reads only): plain-http transport, access without credentials (or store
-    files other users can read), raw embedder output, vectors made from text their payload redacts, and, with
-    the owner's --transform, what the transform really buys."""
+    files other users can read), raw embedder output (from the text, or the vectors' statistics), vectors made from
+    text their payload redacts, and, with the owner's --transform, what the transform really buys."""
     from vdbguard.audit import ANONYMOUS, OwnerTransform, audit_collection
     from vdbguard.cache import write_json_atomic
     from vdbguard.scan import resolve_embedder
