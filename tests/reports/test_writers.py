@@ -187,3 +187,26 @@ def test_spooled_findings_write_byte_identical_reports_in_every_format(tmp_path:
     for path in (tmp_path / "memory").iterdir():
         assert path.read_bytes() == (tmp_path / "spool" / path.name).read_bytes(), path.name
     assert len(json.loads((tmp_path / "spool" / "report.json").read_text())["findings"]) == len(many)
+
+
+def test_suppressions_on_a_spooled_report_stream_and_match_the_in_memory_result() -> None:
+    """A job's accepted findings are taken out of a spooled report without loading it: same findings, same counts."""
+    from datetime import date
+
+    from vdbguard.config import Suppression
+    from vdbguard.reports.spool import FindingSpool
+    from vdbguard.scan.job import apply_suppressions
+
+    report = make_report()
+    many = [f.model_copy(update={"record_id": f"{f.record_id}-{i:03d}"}) for i in range(50) for f in report.findings]
+    in_memory = report.model_copy(update={"findings": many})
+    spooled = in_memory.spooled(FindingSpool(f.model_dump_json() for f in many))
+    accepted = [
+        Suppression(record_id="doc-1-*", pii_type="EMAIL", reason="test account", owner="qa", expires=date(2099, 1, 1)),
+        Suppression(record_id="doc-3-*", reason="public number", owner="qa", expires=date(2099, 1, 1)),
+    ]
+    kept, open_types = apply_suppressions(in_memory, accepted)
+    streamed, streamed_types = apply_suppressions(spooled, accepted)
+    assert streamed.findings == [] and list(streamed.iter_findings()) == kept.findings
+    assert streamed.summary == kept.summary and streamed_types == open_types
+    assert kept.summary.records_flagged == 100 and kept.summary.by_pii_type == {"PERSON": 100}
