@@ -204,16 +204,6 @@ def _records_with_text(connector: Connector, limit: int) -> Iterator[tuple[Vecto
                 return
 
 
-def _first_vector(connector: Connector) -> np.ndarray | None:
-    for batch in connector.iter_batches(batch_size=16):
-        for record in batch.records:
-            try:
-                return record.checked_vector()
-            except RecordError:
-                continue
-    return None
-
-
 def _sample_vectors(connector: Connector, limit: int) -> np.ndarray | None:
     vectors = []
     for batch in connector.iter_batches(batch_size=256):
@@ -512,8 +502,8 @@ def audit_collection(
         consistency, notes = [*consistency, *owned], [*notes, *owner_notes]
     query, query_notes = [], []
     if open_anonymous is not None:  # a server: whoever reads an embedded store's files has every vector anyway
-        stored = _first_vector(connector)
-        query, query_notes = query_findings(connector, stored) if stored is not None else ([], [])
+        stored = _sample_vectors(connector, 1)
+        query, query_notes = query_findings(connector, stored[0]) if stored is not None else ([], [])
     notes = [*access_notes, *query_notes, *notes]
     return AuditReport(
         connector=connector_name,
