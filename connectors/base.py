@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from vdbguard.records import Batch, VectorRecord
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A share of a collection that one worker of a distributed scan reads on its own: ``rows`` records
+    (None: to the end) from ``resume_from`` (a cursor of the connector's own; None: the start)."""
+
+    resume_from: str | None = None
+    rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,23 @@ class Connector(ABC):
     @abstractmethod
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]: ...
 
+    def partitions(self, count: int) -> list[Partition]:
+        """The collection split into at most ``count`` shares along the store's own layout, for
+        ``scan --executor ray``. A store that cannot be split is one share, read by one worker."""
+        return [Partition()]
+
+    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
+        """The pages of one share, the last one cut at the share's end."""
+        left = partition.rows
+        for batch in self.iter_batches(batch_size, partition.resume_from):
+            if left is not None and len(batch.records) >= left:
+                if left:
+                    yield Batch(batch.records[:left], None)
+                return
+            if left is not None:
+                left -= len(batch.records)
+            yield batch
+
     @abstractmethod
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Insert or fully replace records (payload keys absent from the new record are removed)."""
@@ -65,3 +92,14 @@ class Connector(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def offset_partitions(total: int, count: int, cursor_at: Callable[[int], str]) -> list[Partition]:
+    """``total`` records in ``count`` near-equal runs of offsets, for a store whose cursor is an offset;
+    the last share reads to the end, so records added since ``total`` was counted are read too."""
+    shares = max(1, min(count, total))
+    bounds = [total * i // shares for i in range(shares + 1)]
+    return [
+        Partition(cursor_at(start), None if i == shares - 1 else stop - start)
+        for i, (start, stop) in enumerate(itertools.pairwise(bounds))
+    ]

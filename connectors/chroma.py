@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 from chromadb.errors import NotFoundError
-from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
 from vdbguard.connectors.support import (
     EmbeddedStore,
     ServerStore,
@@ -195,6 +195,11 @@ class ChromaConnector(StoreCalls, Connector):
         embeddings = found.get("embeddings")
         hits = embeddings[0] if embeddings is not None and len(embeddings) else None
         return None if hits is None or not len(hits) or hits[0] is None else [float(x) for x in hits[0]]
+
+    def partitions(self, count: int) -> list[Partition]:
+        """Runs of offsets in Chroma's storage order."""
+        total = int(self._call("count", self._reader().count))
+        return offset_partitions(total, count, lambda offset: f"offset:{offset}")
 
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
         """Pages of ``batch_size`` records in Chroma's storage order.

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import lancedb
 import numpy as np
 import pyarrow as pa
-from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
 from vdbguard.connectors.support import is_integer, metric_name
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
@@ -196,6 +196,12 @@ class LanceDBConnector(Connector):
                 yield Batch(self._records(page, layout), _cursor(version, offset))
             if chunk.num_rows < rows:
                 return
+
+    def partitions(self, count: int) -> list[Partition]:
+        """Runs of offsets in one pinned table version: every share reads the same snapshot."""
+        table = self._open()
+        version = int(table.version)
+        return offset_partitions(int(table.count_rows()), count, lambda offset: _cursor(version, offset))
 
     def _records(self, page: pa.Table, layout: _Layout) -> list[VectorRecord]:
         ids = [str(v) for v in page.column(self.id_column).to_pylist()]

@@ -402,24 +402,14 @@ class WeaviateConnector(StoreCalls, Connector):
         start_tenant, after = _parse_cursor(resume_from)
         config = self._config()
         named, primary = self._layout(config)
-        tenants = self._tenant_status(config)
-        if tenants is None:
-            if start_tenant is not None:
-                raise VdbguardError(
-                    f"the cursor names tenant {start_tenant!r} but {self.collection_name!r} is not multi-tenant",
-                    "pass a cursor from a scan of this collection, or none to start over",
-                )
-            order: list[str | None] = [None]
-        else:
-            order = [t for t in tenants if start_tenant is None or t >= start_tenant]
-            inactive = [t for t in order if tenants[t] not in _ACTIVE]
-            if inactive:
-                raise ConnectorError(
-                    f"tenant(s) {', '.join(inactive)} of Weaviate collection {self.collection_name!r} are inactive",
-                    "reading them needs an activation (a write): activate them, or scan the others with tenants=",
-                )
-            if order and order[0] != start_tenant:
-                after = None  # the cursor's tenant is gone: start the next one from its beginning
+        order = self._active_shards(config, "reading", start_tenant)
+        if order == [None] and start_tenant is not None:
+            raise VdbguardError(
+                f"the cursor names tenant {start_tenant!r} but {self.collection_name!r} is not multi-tenant",
+                "pass a cursor from a scan of this collection, or none to start over",
+            )
+        if order and order[0] != start_tenant:
+            after = None  # the cursor's tenant is gone: start the next one from its beginning
         for tenant in order:
             while True:
                 objects = self._fetch(tenant, after, batch_size)
@@ -444,18 +434,21 @@ class WeaviateConnector(StoreCalls, Connector):
             named_vectors={k: v for k, v in vectors.items() if k in named} if named else {},
         )
 
-    def _active_shards(self, config: Any, what: str) -> list[str | None]:
-        """The shards to search or delete in: the collection, or its selected tenants (all must be active)."""
+    def _active_shards(self, config: Any, what: str, from_tenant: str | None = None) -> list[str | None]:
+        """The shards to read, search or delete in: the collection, or its selected tenants from ``from_tenant``
+        on (all must be active)."""
         tenants = self._tenant_status(config)
         if tenants is None:
             return [None]
-        inactive = [t for t, status in tenants.items() if status not in _ACTIVE]
+        shards = [t for t in tenants if from_tenant is None or t >= from_tenant]
+        inactive = [t for t in shards if tenants[t] not in _ACTIVE]
         if inactive:
             raise ConnectorError(
                 f"tenant(s) {', '.join(inactive)} of Weaviate collection {self.collection_name!r} are inactive",
-                f"{what} them needs them active: activate them, or leave them out with tenants=",
+                f"{what} them needs them active, and activating is a write vdbguard does not make: activate them, "
+                "or leave them out with tenants=",
             )
-        return list(tenants)
+        return list(shards)
 
     def query_vector(self, vector: Sequence[float]) -> list[float] | None:
         """A ``near_vector`` search with ``include_vector``, in the first tenant that answers one."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -187,6 +188,27 @@ def _file_access_findings(path: Path) -> list[AuditFinding]:
     ]
 
 
+@dataclass
+class StoredTexts:
+    """Records that keep their text (at most ``sample``), read once for every check that compares a stored
+    vector with its text: ``stored`` unit rows, ``embedded`` the embedder's vectors of ``texts`` (computed once)."""
+
+    ids: list[str]
+    texts: list[str]
+    stored: np.ndarray
+    embedder: Embedder
+
+    @classmethod
+    def read(cls, connector: Connector, embedder: Embedder, sample: int) -> StoredTexts:
+        rows = list(_records_with_text(connector, sample))
+        stored = l2_normalise(np.stack([vector for _, vector, _ in rows])) if rows else np.zeros((0, 0), np.float32)
+        return cls([r.id for r, _, _ in rows], [text for _, _, text in rows], stored, embedder)
+
+    @cached_property
+    def embedded(self) -> np.ndarray:
+        return self.embedder.encode(self.texts)
+
+
 def _records_with_text(connector: Connector, limit: int) -> Iterator[tuple[VectorRecord, np.ndarray, str]]:
     seen = 0
     for batch in connector.iter_batches(batch_size=256):
@@ -268,19 +290,13 @@ def statistics_findings(connector: Connector, embedder: Embedder, sample: int) -
     ], []
 
 
-def consistency_findings(
-    connector: Connector, embedder: Embedder, sample: int
-) -> tuple[list[AuditFinding], list[str], int]:
-    """Each stored text embedded again and compared with its stored vector (at most ``sample`` records): the
-    findings, notes on what could not be checked, and how many texts were."""
-    rows = list(_records_with_text(connector, sample))
-    if not rows:
+def consistency_findings(sampled: StoredTexts) -> tuple[list[AuditFinding], list[str], int]:
+    """Each stored text embedded again and compared with its stored vector: the findings, notes on what could
+    not be checked, and how many texts were."""
+    if not sampled.ids:
         return [], ["no record keeps its text: payload-vector consistency not checked"], 0
-    ids = [record.id for record, _, _ in rows]
-    texts = [text for _, _, text in rows]
-    stored = np.stack([vector for _, vector, _ in rows])
-    stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
-    embedded = embedder.encode(texts)
+    ids, texts, stored, embedder = sampled.ids, sampled.texts, sampled.stored, sampled.embedder
+    embedded = sampled.embedded
     if stored.shape[1] != embedder.dimension:
         note = f"stored vectors have {stored.shape[1]} dimensions and {embedder.name} makes {embedder.dimension}"
         aligned, aligned_notes = alignment_findings(stored, embedded, embedder.name)
@@ -384,9 +400,7 @@ class OwnerTransform:
     progress: ProgressSink | None = None
 
 
-def owner_transform_findings(
-    connector: Connector, embedder: Embedder, owner: OwnerTransform, sample: int
-) -> tuple[list[AuditFinding], list[str]]:
+def owner_transform_findings(sampled: StoredTexts, owner: OwnerTransform) -> tuple[list[AuditFinding], list[str]]:
     """Whether the owner's transform reproduces the stored vectors, and what it buys against the adaptive attacker
     on the store's own text."""
     from vdbguard.detectors import load_detector
@@ -395,12 +409,9 @@ def owner_transform_findings(
     from vdbguard.pii import PiiType
 
     transform = owner.transform
-    rows = list(_records_with_text(connector, sample))
-    if len(rows) < MIN_PAIRS:
-        return [], [f"only {len(rows)} records keep their text: too few to measure {transform.name} on"]
-    texts = [text for _, _, text in rows]
-    stored = l2_normalise(np.stack([vector for _, vector, _ in rows]))
-    embedded = embedder.encode(texts)
+    if len(sampled.ids) < MIN_PAIRS:
+        return [], [f"only {len(sampled.ids)} records keep their text: too few to measure {transform.name} on"]
+    texts, stored, embedder, embedded = sampled.texts, sampled.stored, sampled.embedder, sampled.embedded
 
     def protect() -> np.ndarray:
         made = transform.write_path(texts, embedder.encode) if transform.text_side else transform.apply(embedded)
@@ -493,12 +504,13 @@ def audit_collection(
     ``owner``: the transform the store was protected with, to measure what it buys."""
     info = connector.describe()
     access, access_notes = access_findings(connector_name, location, open_anonymous)
-    consistency, notes, checked = consistency_findings(connector, embedder, sample)
+    sampled = StoredTexts.read(connector, embedder, sample)
+    consistency, notes, checked = consistency_findings(sampled)
     if not any(f.check == "raw vectors" for f in consistency):  # the text did not already tell
         statistics, statistics_notes = statistics_findings(connector, embedder, sample)
         consistency, notes = [*consistency, *statistics], [*notes, *statistics_notes]
     if owner is not None:
-        owned, owner_notes = owner_transform_findings(connector, embedder, owner, sample)
+        owned, owner_notes = owner_transform_findings(sampled, owner)
         consistency, notes = [*consistency, *owned], [*notes, *owner_notes]
     query, query_notes = [], []
     if open_anonymous is not None:  # a server: whoever reads an embedded store's files has every vector anyway

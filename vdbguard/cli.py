@@ -232,6 +232,21 @@ def _connector_options(option: tuple[str, ...]) -> dict[str, Any]:
 
 def _open_connector(name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]):
     """Build a connector from the flags and --option pairs."""
+    return _opened(_connector_factory(name, collection, path, url, option), name)
+
+
+def _opened(factory: functools.partial, name: str):
+    try:
+        return factory()
+    except TypeError as exc:
+        raise VdbguardError(f"the {name} connector rejected its settings: {exc}", "check the --option names") from exc
+
+
+def _connector_factory(
+    name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]
+) -> functools.partial:
+    """The connector class with its settings from the flags and --option pairs: it opens the same collection
+    in any process (a distributed scan's workers)."""
     from vdbguard.connectors import load_connector
 
     if (path is None) == (url is None):
@@ -244,10 +259,7 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
         if url is None:
             raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
         settings["tls_verify"] = tls_verify
-    try:
-        return connector_cls(**settings)
-    except TypeError as exc:
-        raise VdbguardError(f"the {name} connector rejected its settings: {exc}", "check the --option names") from exc
+    return functools.partial(connector_cls, **settings)
 
 
 @main.command()
@@ -365,6 +377,27 @@ def _open_connector(name: str, collection: str, path: Path | None, url: str | No
     help="POST the counts as JSON here after the scan (never a recovered value); a failure only warns. "
     "user:password@ in the URL is sent as Basic auth.",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["in-process", "ray"]),
+    default="in-process",
+    show_default=True,
+    help="ray: read the collection share by share and run the attacks on a Ray cluster (pip install "
+    "'vdbguard[ray]'); same report and state. It loads the attacks before reading, even when nothing changed.",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="With --executor ray: a running cluster's address (ray start --head prints it); "
+    "default a local cluster of --workers CPUs.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=2,
+    show_default=True,
+    help="With --executor ray: attack actors (one CPU each).",
+)
 @fail_on_option("low")
 @friendly_errors
 def scan(
@@ -396,6 +429,9 @@ def scan(
     load_calibration: Path | None,
     metrics_file: Path | None,
     webhook: str | None,
+    executor: str,
+    address: str | None,
+    workers: int,
     fail_on: str,
 ) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file."""
@@ -408,14 +444,18 @@ def scan(
     from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
     from vdbguard.scan import resolve_embedder, scan_collection
+    from vdbguard.scan.distributed import RayExecutor
     from vdbguard.scan.owner import CalibrationOptions
 
+    if executor != "ray" and (address or workers != 2):
+        raise click.UsageError("--address and --workers are for --executor ray")
     writable_dir(out)
     if state is not None:
         writable_dir(state.parent, "the --state folder")
     started = time.monotonic()
     with _metrics_on_failure(metrics_file, collection, started), _resume_hint(state):
-        connector = _open_connector(connector_name, collection, path, url, option)
+        open_connector = _connector_factory(connector_name, collection, path, url, option)
+        connector = _opened(open_connector, connector_name)
         with connector, _progress() as progress:
             model = resolve_embedder(connector, embedder)
             if model is not None and model.name != embedder:
@@ -439,6 +479,7 @@ def scan(
                 deep_attack_names=deep_attack_names,
                 deep_budget=(deep_sample, deep_max_records, deep_max_seconds),
                 deep_record_seconds=deep_record_seconds,
+                executor=RayExecutor(open_connector, workers, address) if executor == "ray" else None,
             )
     duration = time.monotonic() - started
     write_reports(report, out, formats)

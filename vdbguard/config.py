@@ -52,6 +52,15 @@ class JobSettings(_Strict):
     owner_calibration: Literal["auto", "on", "off"] = "auto"
     calibration_sample: int = Field(default=3000, ge=50)
     batch_size: int = Field(default=256, ge=1, le=10_000)
+    executor: Literal["in-process", "ray"] = Field(
+        default="in-process",
+        description="'ray': read and attack on a Ray cluster, with the same report and state "
+        "(pip install 'vdbguard[ray]'; the deep tier stays in-process only).",
+    )
+    ray_address: str | None = Field(
+        default=None, description="A running Ray cluster's address; default a local cluster of `workers` CPUs."
+    )
+    workers: int = Field(default=2, ge=1, description="With executor 'ray': attack actors, one CPU each.")
     fail_on: Literal["low", "medium", "high", "critical", "never"] = Field(
         default="high", description="Exit 1 when any finding is at least this severe."
     )
@@ -351,6 +360,7 @@ state = "vdbguard-state.sqlite"  # re-runs attack only new or changed records; a
 # verdict = "fused"              # "any": flag on any attack's own threshold (more recall, more noise)
 # target_fpr = 0.02              # share of PII-free records the verdict may flag
 # owner_calibration = "auto"     # fit on the store's own records that keep their text
+# executor = "ray"              # scan on a Ray cluster (pip install 'vdbguard[ray]'); with ray_address, workers
 fail_on = "high"                 # exit 1 when a finding is at least this severe ("never" to always exit 0)
 
 [[stores]]

@@ -182,6 +182,11 @@ class PresidioDetector(Detector):
         self.min_score = min_score
         self.analyzer = build_analyzer()
 
+    def __reduce__(self) -> tuple[type[PresidioDetector], tuple[float]]:
+        """A distributed scan's workers build their own analyzer: spaCy pipelines and Presidio's recognizers
+        do not pickle, and loading them is quick next to sending them."""
+        return type(self), (self.min_score,)
+
     def detect(self, text: str) -> list[Detection]:
         """PII in the first ``MAX_CHARS`` characters, read in windows: spaCy refuses a text over a million
         characters (a 10 MB payload stopped the whole scan), and an embedder reads only the first ~2,000."""

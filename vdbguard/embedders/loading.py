@@ -97,6 +97,10 @@ class Embedder:
         self.path = resolve_model_path(name_or_path)
         self.batch_size = batch_size
 
+    def __reduce__(self) -> tuple[type[Embedder], tuple[str, int]]:
+        """Sent to another process (a distributed scan's workers) by name: the model is loaded there, on use."""
+        return type(self), (self.name, self.batch_size)
+
     @cached_property
     def model(self):  # -> SentenceTransformer; imported lazily because it is slow to import
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

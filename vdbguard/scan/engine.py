@@ -374,7 +374,7 @@ class _BatchRun:
             if current and not (seen.deep_pending and self._deep_budget_left()):
                 carried.append(record.id)
                 continue
-            if self.sample < 1.0 and _fraction(record.id, self.run.id) >= self.sample:
+            if self.sample < 1.0 and record_fraction(record.id, self.run.id) >= self.sample:
                 unsampled.append(RecordRow(record.id, None, attacked=False))
                 continue
             fresh.append(record)
@@ -407,7 +407,7 @@ class _BatchRun:
         wanted = [
             row
             for row in rows
-            if row.problem is None and (row.finding is not None or _fraction(row.record_id, 0) < self.deep.sample)
+            if row.problem is None and (row.finding is not None or record_fraction(row.record_id, 0) < self.deep.sample)
         ]
         for row in wanted:
             row.deep_wanted = True
@@ -462,7 +462,7 @@ class _BatchRun:
 plan = logging.getLogger("vdbguard.scan.plan")
 
 
-def _fraction(record_id: str, salt: int) -> float:
+def record_fraction(record_id: str, salt: int) -> float:
     """A stable pseudo-random number in [0, 1) per record (and run), for sampling without state."""
     digest = hashlib.blake2b(f"{salt}:{record_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest) / 2**64
@@ -521,27 +521,32 @@ def scan_incrementally(
                 batch_run.scan_batch(batch.records, batch.cursor)
                 advance(len(batch.records))
                 batch_run.announce_estimate(total)
-        findings = run.findings()
-        summary = run.summary(findings)
-        run.finish(summary)
-        return ScanResult(
-            findings=findings,
-            problems=run.problems(),
-            summary=summary,
-            coverage=Coverage(
-                records_in_collection=run.count(),
-                records_attacked=run.attacked(),
-                records_carried_over=run.count(f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}"),
-                fast_tier_sample=sample,
-                deep_attacks=[] if deep is None else list(deep.attack_names),
-                deep_records=run.count("deep"),
-                deep_flagged_by_fast=run.count("deep_wanted AND finding IS NOT NULL"),
-                deep_flagged_covered=run.count("deep AND deep_wanted AND finding IS NOT NULL"),
-                deep_budget_exhausted=run.deep_exhausted,
-                findings_resolved=run.findings_resolved(),
-            ),
-            history=run.history(),
-        )
+        return finish_run(run, sample, deep)
+
+
+def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
+    """Close the run (resolving the findings of deleted records) and read its outcome from the state."""
+    findings = run.findings()
+    summary = run.summary(findings)
+    run.finish(summary)
+    return ScanResult(
+        findings=findings,
+        problems=run.problems(),
+        summary=summary,
+        coverage=Coverage(
+            records_in_collection=run.count(),
+            records_attacked=run.attacked(),
+            records_carried_over=run.count(f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}"),
+            fast_tier_sample=sample,
+            deep_attacks=[] if deep is None else list(deep.attack_names),
+            deep_records=run.count("deep"),
+            deep_flagged_by_fast=run.count("deep_wanted AND finding IS NOT NULL"),
+            deep_flagged_covered=run.count("deep AND deep_wanted AND finding IS NOT NULL"),
+            deep_budget_exhausted=run.deep_exhausted,
+            findings_resolved=run.findings_resolved(),
+        ),
+        history=run.history(),
+    )
 
 
 FUSED = "fused"

@@ -8,6 +8,7 @@ suppressions hide accepted findings from the reports until they expire.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections import Counter
@@ -104,6 +105,7 @@ def run_job(
     """
     from vdbguard.connectors import load_connector
     from vdbguard.embedders import DEFAULT_EMBEDDER
+    from vdbguard.scan.distributed import RayExecutor
     from vdbguard.scan.owner import CalibrationOptions
     from vdbguard.scan.run import resolve_embedder, scan_collection
 
@@ -150,6 +152,9 @@ def run_job(
                         deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
                         deep_record_seconds=attacks.deep_record_seconds,
                         policy=policy,
+                        executor=RayExecutor(functools.partial(connector_cls, **settings), job.workers, job.ray_address)
+                        if job.executor == "ray"
+                        else None,
                     )
                 report, open_types = apply_suppressions(report, suppressions)
                 if job.state is not None and open_types:

@@ -24,6 +24,7 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
+from vdbguard.scan.distributed import RayExecutor, scan_on_ray
 from vdbguard.scan.engine import DeepTier, FindingPolicy, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
 from vdbguard.scan.owner import AUTO, CalibrationOptions, has_saved_calibration, owner_calibration
@@ -84,6 +85,7 @@ def scan_collection(
     deep_budget: tuple[float, int | None, float | None] = (0.0, None, None),
     deep_record_seconds: float = DEEP_RECORD_SECONDS,
     policy: FindingPolicy | None = None,
+    executor: RayExecutor | None = None,
 ) -> Report:
     """Scan every record of the collection and return the report.
 
@@ -161,18 +163,23 @@ def scan_collection(
             )
 
         deep = DeepTier(build_deep, *deep_budget, attack_names=list(deep_attack_names))
-    result = scan_incrementally(
-        connector,
-        build,
-        key,
-        batch_size=batch_size,
-        state_path=state_path,
-        target=target,
-        total=info.count,
-        progress=progress,
-        sample=sample,
-        deep=deep,
-    )
+    common: dict[str, Any] = {
+        "batch_size": batch_size,
+        "state_path": state_path,
+        "target": target,
+        "total": info.count,
+        "progress": progress,
+        "sample": sample,
+    }
+    if executor is None:
+        result = scan_incrementally(connector, build, key, deep=deep, **common)
+    elif deep is not None:
+        raise VdbguardError(
+            "the deep tier runs in-process only: its per-run budget is one clock",
+            "drop --deep-attack, or drop --executor ray",
+        )
+    else:
+        result = scan_on_ray(connector, build, key, executor, **common)
     previous = None
     if not built and state_path is not None:
         with ScanStore(state_path) as store:

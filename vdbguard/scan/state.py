@@ -364,6 +364,21 @@ class Run:
                 known[rid] = Known(digest, key, run_id, bool(pending))
         return known
 
+    def verdicts(self) -> tuple[dict[str, bytes | None], set[str]]:
+        """For a distributed scan's readers: the digest of each record whose verdict is current under this
+        run's key, and the records this run already committed (a resumed run skips them)."""
+        current: dict[str, bytes | None] = {}
+        done: set[str] = set()
+        for rid, digest, key, run_id, pending in self.db.execute(
+            "SELECT record_id, digest, verdict_key, run_id, deep_wanted AND NOT deep FROM records WHERE target = ?",
+            (self.target,),
+        ):
+            if run_id == self.id:
+                done.add(rid)
+            elif key == self.key and not pending:
+                current[rid] = digest
+        return current, done
+
     def commit_batch(self, cursor: str | None, rows: Iterable[RecordRow], carried: Iterable[str]) -> None:
         """This batch's new verdicts, the records carried over and the cursor, in one transaction."""
         with self.store._transaction() as db:

@@ -132,6 +132,20 @@ def test_resume_from_any_cursor(backend: Backend, standard) -> None:
         assert not set(all_ids[:seen]) & set(rest), "resuming must not repeat records"
 
 
+@pytest.mark.parametrize("shares", [1, 3, 500])
+def test_partitions_together_read_every_record_once(backend: Backend, standard, shares: int) -> None:
+    """What ``scan --executor ray`` relies on: shares read in separate connectors cover the collection."""
+    name, records = standard
+    with backend.connector(name) as connector:
+        partitions = connector.partitions(shares)
+    assert 1 <= len(partitions) <= shares
+    read = []
+    for partition in partitions:
+        with backend.connector(name) as connector:
+            read += [r.id for batch in connector.iter_partition(partition, batch_size=20) for r in batch.records]
+    assert sorted(read) == sorted(r.id for r in records)
+
+
 def test_cursor_survives_a_process_restart(backend: Backend, standard) -> None:
     name, records = standard
     script = (

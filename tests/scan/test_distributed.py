@@ -1,0 +1,99 @@
+"""`scan --executor ray` on a local Ray cluster (2 CPUs) reports and keeps state exactly as the in-process scan."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from vdbguard.connectors.chroma import ChromaConnector
+from vdbguard.connectors.lancedb import LanceDBConnector
+
+from vdbguard.cli import main
+from vdbguard.records import Batch, VectorRecord
+from vdbguard.scan import scan_collection
+
+
+class CrashingLanceDB(LanceDBConnector):
+    """A real LanceDB connector whose process 'dies' after two pages."""
+
+    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+        for served, batch in enumerate(super().iter_batches(batch_size, resume_from)):
+            if served == 2:
+                raise KeyboardInterrupt
+            yield batch
+
+
+@pytest.fixture(scope="module")
+def lance_store(pii_store, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 120 demo notes (half with PII, a third without their text) and two bad rows, in LanceDB."""
+    chroma_path, collection, _ = pii_store
+    with ChromaConnector(collection=collection, path=chroma_path) as source:
+        records = [record for batch in source.iter_batches() for record in batch.records]
+    for record in records[::3]:
+        record.text = None
+    path = tmp_path_factory.mktemp("lance") / "store"
+    with LanceDBConnector(collection="notes", path=path) as target:
+        target.ensure_collection(384)
+        target.upsert(records)
+    bad = [("bad-nan", np.full(384, np.nan)), ("bad-zero", np.zeros(384))]  # the connector refuses to write these
+    rows = [{"id": i, "vector": v.tolist(), "payload": "{}"} for i, v in bad]
+    lancedb.connect(path).open_table("notes").add(rows, on_bad_vectors="null")  # NaN: stored as a missing vector
+    return path
+
+
+def scan(path: Path, out: Path, state: Path, *extra: str) -> dict:
+    arguments = ["scan", "--connector", "lancedb", "--path", str(path), "--collection", "notes", "--profile", "small"]
+    arguments += ["--state", str(state), "--out", str(out), "--format", "json"]
+    result = CliRunner().invoke(main, [*arguments, *extra])
+    assert result.exit_code in (0, 1), result.output
+    report = json.loads((out / "report.json").read_text())
+    return {key: report[key] for key in ("summary", "findings", "record_problems", "coverage")}
+
+
+def test_ray_reports_what_the_in_process_scan_reports_first_scan_resume_and_rescan(
+    lance_store: Path, embedder, small_attacks, tmp_path: Path
+) -> None:
+    ray = ["--executor", "ray", "--workers", "2"]
+    alone = scan(lance_store, tmp_path / "a1", tmp_path / "a.sqlite")
+    assert alone["findings"] and {p["record_id"] for p in alone["record_problems"]} == {"bad-nan", "bad-zero"}
+
+    # A run killed in-process after two pages is finished by Ray: nothing skipped, nothing counted twice.
+    with pytest.raises(KeyboardInterrupt), CrashingLanceDB(collection="notes", path=lance_store) as crashing:
+        scan_collection(
+            crashing,
+            connector_name="lancedb",
+            location=str(lance_store),
+            embedder=embedder,
+            profile="small",
+            batch_size=32,
+            state_path=tmp_path / "b.sqlite",
+        )
+    distributed = scan(lance_store, tmp_path / "b1", tmp_path / "b.sqlite", *ray, "--batch-size", "32")
+    assert distributed == alone
+
+    # The store changes: three records get another vector, two are deleted, one is new.
+    with LanceDBConnector(collection="notes", path=lance_store) as store:
+        records = [r for batch in store.iter_batches() for r in batch.records if not r.id.startswith("bad")]
+        changed = [VectorRecord(id=r.id, vector=-r.vector, text=r.text, payload=r.payload) for r in records[:3]]
+        store.upsert([*changed, VectorRecord(id="new", vector=records[5].vector, text="a new note")])
+        store.delete([r.id for r in records[3:5]])
+    alone = scan(lance_store, tmp_path / "a2", tmp_path / "a.sqlite")
+    distributed = scan(lance_store, tmp_path / "b2", tmp_path / "b.sqlite", *ray)
+    assert distributed == alone
+    coverage = distributed["coverage"]
+    assert coverage["records_attacked"] == 4 and coverage["records_carried_over"] == 117
+    assert coverage["records_in_collection"] == 121
+
+
+def test_options_for_ray_alone_or_the_deep_tier_with_ray_are_refused(lance_store: Path, tmp_path: Path) -> None:
+    base = ["scan", "--connector", "lancedb", "--path", str(lance_store), "--collection", "notes"]
+    base += ["--out", str(tmp_path)]
+    result = CliRunner().invoke(main, [*base, "--workers", "3"])
+    assert result.exit_code == 2 and "--executor ray" in result.output
+    result = CliRunner().invoke(main, [*base, "--executor", "ray", "--deep-attack", "adversarial-decoding"])
+    assert result.exit_code != 0 and "deep tier runs in-process only" in result.output
