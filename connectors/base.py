@@ -57,12 +57,12 @@ class Connector(ABC):
         """The pages of one share, the last one cut at the share's end."""
         left = partition.rows
         for batch in self.iter_batches(batch_size, partition.resume_from):
-            if left is not None and len(batch.records) >= left:
+            if left is not None and len(batch) >= left:
                 if left:
-                    yield Batch(batch.records[:left], None)
+                    yield batch.head(left)
                 return
             if left is not None:
-                left -= len(batch.records)
+                left -= len(batch)
             yield batch
 
     @abstractmethod

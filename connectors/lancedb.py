@@ -14,7 +14,7 @@ from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offse
 from vdbguard.connectors.support import is_integer, metric_name
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
-from vdbguard.records import Batch, VectorRecord
+from vdbguard.records import Batch, Columns, VectorRecord
 
 _META_KEY = b"vdbguard"  # schema metadata written by ensure_collection: {"metric", "text", "payload"}
 _CURSOR_HINT = "pass a cursor taken from a lancedb scan, or none to start over"
@@ -193,7 +193,7 @@ class LanceDBConnector(Connector):
             for start in range(0, chunk.num_rows, batch_size):
                 page = chunk.slice(start, batch_size)
                 offset += page.num_rows
-                yield Batch(self._records(page, layout), _cursor(version, offset))
+                yield self._batch(page, layout, _cursor(version, offset))
             if chunk.num_rows < rows:
                 return
 
@@ -203,31 +203,41 @@ class LanceDBConnector(Connector):
         version = int(table.version)
         return offset_partitions(int(table.count_rows()), count, lambda offset: _cursor(version, offset))
 
-    def _records(self, page: pa.Table, layout: _Layout) -> list[VectorRecord]:
+    def _batch(self, page: pa.Table, layout: _Layout, cursor: str) -> Batch:
+        """One vector column: the page as columns, records built only for the rows a scan attacks. Several: as
+        records, each with its named vectors."""
         ids = [str(v) for v in page.column(self.id_column).to_pylist()]
-        vectors = {name: _vectors(page.column(name).combine_chunks()) for name in layout.vectors}
         texts = page.column(layout.text).to_pylist() if layout.text else [None] * len(ids)
-        payloads: list[dict[str, Any]] = [{} for _ in ids]
-        if layout.json_payload:
-            for payload, raw in zip(payloads, page.column(layout.json_payload).to_pylist(), strict=True):
-                decoded = json.loads(raw) if raw else {}
+        raw = page.column(layout.json_payload).to_pylist() if layout.json_payload else [None] * len(ids)
+        others = [page.column(column).to_pylist() for column in layout.others]
+        vectors = {name: _matrix(page.column(name).combine_chunks()) for name in layout.vectors}
+
+        def record(i: int) -> VectorRecord:
+            payload: dict[str, Any] = {}
+            if raw[i]:
+                decoded = json.loads(raw[i])
                 payload.update(decoded if isinstance(decoded, dict) else {layout.json_payload: decoded})
-        for column in layout.others:  # a null column value counts as an absent key
-            for payload, value in zip(payloads, page.column(column).to_pylist(), strict=True):
-                if value is not None:
-                    payload[column] = value
-        named = len(layout.vectors) > 1
-        return [
-            VectorRecord(
-                id=record_id,
-                vector=vectors[layout.primary][i],
-                payload=payloads[i],
+            for column, values in zip(layout.others, others, strict=True):  # a null counts as an absent key
+                if values[i] is not None:
+                    payload[column] = values[i]
+            named = {n: m[i] for n, (m, present) in vectors.items() if present[i]} if len(vectors) > 1 else {}
+            matrix, present = vectors[layout.primary]
+            return VectorRecord(
+                id=ids[i],
+                vector=matrix[i] if present[i] else None,
+                payload=payload,
                 text=texts[i],
                 collection=self.collection_name,
-                named_vectors={n: v[i] for n, v in vectors.items() if v[i] is not None} if named else {},
+                named_vectors=named,
             )
-            for i, record_id in enumerate(ids)
-        ]
+
+        if len(vectors) > 1:
+            return Batch([record(i) for i in range(len(ids))], cursor)
+        stored = [(r or "").encode() for r in raw]
+        if others:  # the digest sees every payload column as stored
+            stored = [json.dumps([r, *(o[i] for o in others)], default=str).encode() for i, r in enumerate(raw)]
+        matrix, present = vectors[layout.primary]
+        return Batch(None, cursor, Columns(ids, matrix, present, stored, texts, record))
 
     def query_vector(self, vector: Sequence[float]) -> list[float] | None:
         table = self._open()
@@ -376,13 +386,14 @@ def _index_metric(table: Any, column: str) -> str | None:
     return None
 
 
-def _vectors(column: pa.FixedSizeListArray) -> list[np.ndarray | None]:
-    """Rows of a fixed-size-list column as float32 arrays (bit-exact for float32 columns)."""
-    dim = column.type.list_size
-    if column.null_count:
-        return [None if v is None else np.asarray(v, dtype=np.float32) for v in column.to_pylist()]
-    flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, dim)
-    return list(flat)
+def _matrix(column: pa.FixedSizeListArray) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed-size-list column as one float32 matrix (bit-exact for float32 columns) and which rows hold a
+    vector (a null row's slots are left as they are stored)."""
+    dim, rows = column.type.list_size, len(column)
+    values = column.values.slice(column.offset * dim, rows * dim)
+    matrix = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(rows, dim)
+    present = np.ones(rows, dtype=bool) if not column.null_count else column.is_valid().to_numpy(zero_copy_only=False)
+    return matrix, present
 
 
 def _vector_column(records: Sequence[VectorRecord], name: str, primary: bool, dtype: pa.DataType) -> pa.Array:

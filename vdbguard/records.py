@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,9 +61,97 @@ class VectorRecord:
         return vector
 
 
-@dataclass(slots=True)
-class Batch:
-    """A page of records. Passing ``cursor`` as ``resume_from`` continues right after this page."""
+def row_digest(record_id: str, vector: np.ndarray | None, payload: bytes, text: str | None) -> bytes:
+    """What a verdict depends on in one record (16 bytes): its id, vector, payload as serialised and text."""
+    h = hashlib.blake2b(record_id.encode(), digest_size=16)
+    if vector is not None:
+        try:
+            h.update(np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+        except (TypeError, ValueError):
+            h.update(repr(vector).encode())
+    h.update(payload)
+    h.update((text or "").encode())
+    return h.digest()
 
-    records: list[VectorRecord]
-    cursor: str | None
+
+def record_digest(record: VectorRecord) -> bytes:
+    """The digest of a record built in Python: the payload serialised as sorted JSON."""
+    payload = json.dumps(record.payload, sort_keys=True, default=str).encode()
+    return row_digest(record.id, record.vector, payload, record.text)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A page as a columnar store hands it out: ids, one float32 matrix (``has_vector`` False where a row stores
+    none), each row's payload as the store keeps it and the texts. A scan hashes and looks up rows from these and
+    builds a VectorRecord (``record(i)``) only for the rows it attacks."""
+
+    ids: list[str]
+    vectors: np.ndarray
+    has_vector: np.ndarray
+    stored_payloads: list[bytes]
+    texts: list[str | None]
+    record: Callable[[int], VectorRecord]
+
+
+class Batch:
+    """A page of records. Passing ``cursor`` as ``resume_from`` continues right after this page.
+
+    A columnar store passes ``columns`` instead of records; ``records`` then builds them all on first use.
+    ``digests`` is how a re-scan recognises an unchanged record: one store's pages always come the same way,
+    so its digests are comparable from run to run (columns hash the payload as stored, records as sorted JSON).
+    """
+
+    __slots__ = ("_records", "columns", "cursor")
+
+    def __init__(self, records: list[VectorRecord] | None, cursor: str | None, columns: Columns | None = None) -> None:
+        if (records is None) == (columns is None):
+            raise ValueError("a Batch holds either records or columns")
+        self._records, self.columns, self.cursor = records, columns, cursor
+
+    @property
+    def records(self) -> list[VectorRecord]:
+        if self._records is None:
+            assert self.columns is not None
+            self._records = [self.columns.record(i) for i in range(len(self.columns.ids))]
+        return self._records
+
+    @property
+    def ids(self) -> list[str]:
+        return self.columns.ids if self.columns is not None else [record.id for record in self.records]
+
+    def __len__(self) -> int:
+        return len(self.columns.ids) if self.columns is not None else len(self.records)
+
+    def digests(self) -> list[bytes]:
+        if self.columns is None:
+            return [record_digest(record) for record in self.records]
+        c = self.columns
+        if not c.ids:
+            return []
+        matrix = np.ascontiguousarray(c.vectors, dtype=np.float32)
+        rows, width = memoryview(matrix).cast("B"), matrix.itemsize * matrix.shape[1]
+        digests = []
+        for i, record_id in enumerate(c.ids):  # the bytes row_digest hashes, without an array per row
+            h = hashlib.blake2b(record_id.encode(), digest_size=16)
+            if c.has_vector[i]:
+                h.update(rows[i * width : (i + 1) * width])
+            h.update(c.stored_payloads[i])
+            h.update((c.texts[i] or "").encode())
+            digests.append(h.digest())
+        return digests
+
+    def take(self, rows: Sequence[int]) -> list[VectorRecord]:
+        """The records of these rows (built from the columns only for them)."""
+        if self.columns is not None and self._records is None:
+            return [self.columns.record(i) for i in rows]
+        return [self.records[i] for i in rows]
+
+    def head(self, count: int) -> Batch:
+        """The first ``count`` rows, with no cursor (the end of a share)."""
+        if self.columns is None:
+            return Batch(self.records[:count], None)
+        c = self.columns
+        cut = Columns(c.ids[:count], c.vectors[:count], c.has_vector[:count], c.stored_payloads[:count],
+                      c.texts[:count], c.record)  # fmt: skip
+        return Batch(None, None, cut)

@@ -14,14 +14,16 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import torch
-from torch import nn
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.corpus import LabelledText
+
+if TYPE_CHECKING:  # torch is imported on use: a re-scan with nothing to attack only needs this class's version
+    import torch
+    from torch import nn
 
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]|[a-z]")
 
@@ -33,6 +35,8 @@ def content_words(text: str) -> list[str]:
 
 
 def _model(dimension: int, vocabulary: int, hidden: int) -> nn.Module:
+    from torch import nn
+
     return nn.Sequential(nn.Linear(dimension, hidden), nn.GELU(), nn.Dropout(0.1), nn.Linear(hidden, vocabulary))
 
 
@@ -75,6 +79,9 @@ class BagOfWordsInversion(Attack):
         return targets
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
+        import torch
+        from torch import nn
+
         torch.manual_seed(self.seed)
         counts = Counter(word for item in items for word in set(content_words(item.text)))
         self.vocabulary = [word for word, n in counts.most_common(self.max_vocabulary) if n >= 2]
@@ -101,6 +108,8 @@ class BagOfWordsInversion(Attack):
         self._calibrate_threshold(x[test_idx], y[test_idx])
 
     def _probabilities(self, x: torch.Tensor) -> np.ndarray:
+        import torch
+
         assert self.network is not None, "fit() or load() first"
         self.network.eval()
         with torch.inference_mode():
@@ -128,6 +137,8 @@ class BagOfWordsInversion(Attack):
         }
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
+        import torch
+
         probabilities = self._probabilities(torch.from_numpy(l2_normalise(vectors)))
         results = [Inference() for _ in range(len(probabilities))]
         # most rows recover no word at all: rank only the rows and columns that reach the threshold
@@ -145,6 +156,8 @@ class BagOfWordsInversion(Attack):
         return results
 
     def save(self, directory: Path) -> None:
+        import torch
+
         assert self.network is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
         torch.save(self.network.state_dict(), directory / "model.pt")
@@ -156,6 +169,8 @@ class BagOfWordsInversion(Attack):
         attack, config = cls.from_config(directory)
         attack.threshold, attack.word_threshold = config["threshold"], config["word_threshold"]
         attack.vocabulary = config["vocabulary"]
+        import torch
+
         state = torch.load(directory / "model.pt", weights_only=True)
         attack.network = _model(state["0.weight"].shape[1], len(attack.vocabulary), attack.hidden)
         attack.network.load_state_dict(state)

@@ -11,12 +11,12 @@ A run killed part-way resumes like any other: the readers skip what the run alre
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
-import pickle
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,15 @@ import numpy as np
 from vdbguard.connectors.base import Connector, Partition
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import ProgressSink, Silent
+from vdbguard.records import VectorRecord
+from vdbguard.reports.schema import Finding, RecordProblem
 from vdbguard.scan.engine import Scanner, ScanResult, finish_run, plan, record_fraction
-from vdbguard.scan.state import RecordRow, ScanStore, record_digest
+from vdbguard.scan.state import RecordRow, ScanStore
 
 FRESH, CARRIED, UNSAMPLED = "fresh", "carried", "unsampled"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class RayExecutor:
     """Where and how wide a distributed scan runs. ``open_connector`` makes, in a worker, a connector to the
     same collection (the class with its settings, credentials included: they travel to the workers).
@@ -81,7 +83,8 @@ def scan_on_ray(
             reading = _Reading(executor.open_connector, batch_size, run.id, sample, ray.put((current, done)))
             del current, done
             scanner = ray.put(build())
-            data = ray.data.from_items([{"share": pickle.dumps(s)} for s in shares], override_num_blocks=len(shares))
+            items = [{"share": json.dumps(dataclasses.asdict(share))} for share in shares]
+            data = ray.data.from_items(items, override_num_blocks=len(shares))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # Ray 2.60 names no successor to max_restarts
                 read = ray.data.TaskPoolStrategy(size=executor.workers)
@@ -119,9 +122,9 @@ def scan_on_ray(
             ray.shutdown()
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Reading:
-    """One share of the collection, read in a worker: what needs attacking goes on as the pickled record."""
+    """One share of the collection, read in a worker: what needs attacking goes on with its digest."""
 
     open_connector: Callable[[], Connector]
     batch_size: int
@@ -132,25 +135,21 @@ class _Reading:
     def __call__(self, item: dict[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
         ray = _ray()
         current, done = ray.get(self.verdicts)
-        share: Partition = pickle.loads(item["share"][0])
+        share = Partition(**json.loads(item["share"][0]))
         with self.open_connector() as connector:
             for batch in connector.iter_partition(share, self.batch_size):
-                kinds, ids, items = [], [], []
-                for record in batch.records:
-                    if record.id in done:
+                page = _Page()
+                for row, (record_id, digest) in enumerate(zip(batch.ids, batch.digests(), strict=True)):
+                    if record_id in done:
                         continue
-                    if current.get(record.id, b"") == record_digest(record):
-                        kinds.append(CARRIED)
-                        items.append(b"")
-                    elif self.sample < 1.0 and record_fraction(record.id, self.run_id) >= self.sample:
-                        kinds.append(UNSAMPLED)
-                        items.append(b"")
+                    if current.get(record_id, b"") == digest:
+                        page.add(CARRIED, record_id)
+                    elif self.sample < 1.0 and record_fraction(record_id, self.run_id) >= self.sample:
+                        page.add(UNSAMPLED, record_id)
                     else:
-                        kinds.append(FRESH)
-                        items.append(pickle.dumps(record))
-                    ids.append(record.id)
-                if ids:
-                    yield _columns(kinds, ids, items)
+                        page.add(FRESH, record_id, *_record_item(batch.take([row])[0], digest))
+                if page.ids:
+                    yield page.columns()
 
 
 def _attacker_holding(scanner: Any) -> type[_Attacker]:
@@ -170,26 +169,86 @@ class _Attacker:
     scanner: Scanner
 
     def __call__(self, page: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        fresh, passed = [], []
-        for kind, record_id, item in zip(page["kind"], page["id"], page["item"], strict=True):
+        fresh, out = [], _Page()
+        for kind, record_id, item, vector in zip(page["kind"], page["id"], page["item"], page["vector"], strict=True):
             if kind == FRESH:
-                fresh.append(pickle.loads(item))
+                fresh.append(_record_from(str(record_id), str(item), bytes(vector)))
             else:
-                passed.append((str(kind), str(record_id)))
-        rows = self.scanner.attack_records(fresh) if fresh else []
-        return _columns(
-            [FRESH] * len(rows) + [kind for kind, _ in passed],
-            [row.record_id for row in rows] + [record_id for _, record_id in passed],
-            [pickle.dumps(row) for row in rows] + [b""] * len(passed),
-        )
+                out.add(str(kind), str(record_id))
+        for row in self.scanner.attack_records(*zip(*fresh, strict=True)) if fresh else []:
+            out.add(FRESH, row.record_id, _row_item(row))
+        return out.columns()
 
 
-def _columns(kinds: list[str], ids: list[str], items: list[bytes]) -> dict[str, np.ndarray]:
-    return {
-        "kind": np.array(kinds, dtype=object),
-        "id": np.array(ids, dtype=object),
-        "item": np.array(items, dtype=object),
+@dataclasses.dataclass
+class _Page:
+    """Rows as Ray Data columns: kind, id, a JSON item and a vector's float32 bytes (JSON and bytes, never
+    pickles: the state and the workers exchange only data)."""
+
+    kinds: list[str] = dataclasses.field(default_factory=list)
+    ids: list[str] = dataclasses.field(default_factory=list)
+    items: list[str] = dataclasses.field(default_factory=list)
+    vectors: list[bytes] = dataclasses.field(default_factory=list)
+
+    def add(self, kind: str, record_id: str, item: str = "", vector: bytes = b"") -> None:
+        self.kinds.append(kind)
+        self.ids.append(record_id)
+        self.items.append(item)
+        self.vectors.append(vector)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        columns = {"kind": self.kinds, "id": self.ids, "item": self.items, "vector": self.vectors}
+        return {name: np.array(values, dtype=object) for name, values in columns.items()}
+
+
+def _record_item(record: VectorRecord, digest: bytes) -> tuple[str, bytes]:
+    vector = None if record.vector is None else np.asarray(record.vector, dtype=np.float32)
+    fields = {
+        "digest": digest.hex(),
+        "payload": record.payload,
+        "text": record.text,
+        "collection": record.collection,
+        "namespace": record.namespace,
+        "named": sorted(record.named_vectors),  # a missing vector's problem names the ones the record holds
+        "shape": None if vector is None else list(vector.shape),
     }
+    return json.dumps(fields, default=str), b"" if vector is None else vector.tobytes()
+
+
+def _record_from(record_id: str, item: str, vector: bytes) -> tuple[VectorRecord, bytes]:
+    fields = json.loads(item)
+    shape = fields["shape"]
+    record = VectorRecord(
+        record_id,
+        None if shape is None else np.frombuffer(vector, dtype=np.float32).reshape(shape),
+        fields["payload"],
+        fields["text"],
+        fields["collection"],
+        fields["namespace"],
+        dict.fromkeys(fields["named"], np.zeros(0, dtype=np.float32)),
+    )
+    return record, bytes.fromhex(fields["digest"])
+
+
+def _row_item(row: RecordRow) -> str:
+    fields = {field.name: getattr(row, field.name) for field in dataclasses.fields(row)} | {
+        "digest": None if row.digest is None else row.digest.hex(),
+        "finding": None if row.finding is None else row.finding.model_dump_json(),
+        "problem": None if row.problem is None else row.problem.model_dump_json(),
+    }
+    return json.dumps(fields)
+
+
+def _row_from(item: str) -> RecordRow:
+    fields = json.loads(item)
+    return RecordRow(
+        **fields
+        | {
+            "digest": None if fields["digest"] is None else bytes.fromhex(fields["digest"]),
+            "finding": None if fields["finding"] is None else Finding.model_validate_json(fields["finding"]),
+            "problem": None if fields["problem"] is None else RecordProblem.model_validate_json(fields["problem"]),
+        }
+    )
 
 
 def _outcomes(page: dict[str, np.ndarray]) -> tuple[list[RecordRow], list[str]]:
@@ -197,7 +256,7 @@ def _outcomes(page: dict[str, np.ndarray]) -> tuple[list[RecordRow], list[str]]:
     carried: list[str] = []
     for kind, record_id, item in zip(page["kind"], page["id"], page["item"], strict=True):
         if kind == FRESH:
-            rows.append(pickle.loads(item))
+            rows.append(_row_from(str(item)))
         elif kind == UNSAMPLED:
             rows.append(RecordRow(str(record_id), None, attacked=False))
         else:

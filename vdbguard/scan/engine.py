@@ -27,7 +27,7 @@ from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
 from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
-from vdbguard.records import VectorRecord
+from vdbguard.records import Batch, VectorRecord, record_digest
 from vdbguard.reports.schema import (
     Coverage,
     Evidence,
@@ -39,7 +39,7 @@ from vdbguard.reports.schema import (
     Summary,
 )
 from vdbguard.reports.spool import FindingSpool
-from vdbguard.scan.state import RecordRow, Run, ScanStore, record_digest, verdict_key
+from vdbguard.scan.state import RecordRow, Run, ScanStore, verdict_key
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
@@ -131,24 +131,30 @@ class Scanner:
             "source_check": self.source_embedder is not None,
         }
 
-    def attack_records(self, records: Sequence[VectorRecord]) -> list[RecordRow]:
-        """Run the attacks on records the state had no current verdict for; one row per record."""
+    def attack_records(
+        self, records: Sequence[VectorRecord], digests: Sequence[bytes] | None = None
+    ) -> list[RecordRow]:
+        """Run the attacks on records the state had no current verdict for; one row per record. ``digests``: the
+        records' as their batch gave them (``Batch.digests``), for the state to recognise them next run."""
+        digests = [record_digest(record) for record in records] if digests is None else digests
         rows, usable, vectors = [], [], []
-        for record in records:
+        for record, digest in zip(records, digests, strict=True):
             try:
                 vectors.append(record.checked_vector(self.dimension, attackable=True))
-                usable.append(record)
+                usable.append((record, digest))
             except RecordError as exc:
                 problem = RecordProblem(record_id=exc.record_id, field=exc.field, problem=exc.problem)
-                rows.append(RecordRow(record.id, record_digest(record), attacked=True, problem=problem))
+                rows.append(RecordRow(record.id, digest, attacked=True, problem=problem))
         if usable:
-            inferred = self._infer(usable, vectors)
-            stored = {text for record in usable if (text := record.source_text) is not None}
+            inferred = self._infer([record for record, _ in usable], vectors)
+            stored = {text for record, _ in usable if (text := record.source_text) is not None}
             with self._detected_in(_recovered_texts(inferred) | stored):
                 claims = [self._allowed(self._candidates(inferences)) for inferences in inferred]
                 fused = self._fused(claims)
-                for record, inferences, candidates, probabilities in zip(usable, inferred, claims, fused, strict=True):
-                    rows.append(self._row(record, inferences, candidates, probabilities))
+                for (record, digest), inferences, candidates, probabilities in zip(
+                    usable, inferred, claims, fused, strict=True
+                ):
+                    rows.append(self._row(record, digest, inferences, candidates, probabilities))
         return rows
 
     @contextlib.contextmanager
@@ -218,15 +224,14 @@ class Scanner:
     def _row(
         self,
         record: VectorRecord,
+        digest: bytes,
         inferences: list[Inference],
         candidates: list[Candidate],
         probabilities: dict[str, float] | None,
     ) -> RecordRow:
         text = record.source_text
         source_types = set() if text is None else {d.pii_type for d in self._detect(text)}
-        row = RecordRow(
-            record.id, record_digest(record), attacked=True, has_text=text is not None, has_pii=bool(source_types)
-        )
+        row = RecordRow(record.id, digest, attacked=True, has_text=text is not None, has_pii=bool(source_types))
         if self.policy is None or not self.policy.allows_record(record.id):
             row.finding = self._finding(record, inferences, source_types, candidates, probabilities)
         return row
@@ -363,26 +368,28 @@ class _BatchRun:
         self.batches = 0
         self.attacked = 0
 
-    def scan_batch(self, records: Sequence[VectorRecord], cursor: str | None) -> None:
-        known = self.run.lookup([r.id for r in records])
+    def scan_batch(self, batch: Batch) -> None:
+        ids, digests = batch.ids, batch.digests()
+        known = self.run.lookup(ids)
         fresh, carried, unsampled = [], [], []
-        for record in records:
-            seen = known.get(record.id)
+        for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
+            seen = known.get(record_id)
             if seen is not None and seen.run_id == self.run.id:
                 continue  # a duplicate id, or a batch the store served twice: already counted this run
-            current = seen is not None and seen.verdict_key == self.run.key and seen.digest == record_digest(record)
+            current = seen is not None and seen.verdict_key == self.run.key and seen.digest == digest
             if current and not (seen.deep_pending and self._deep_budget_left()):
-                carried.append(record.id)
+                carried.append(record_id)
                 continue
-            if self.sample < 1.0 and record_fraction(record.id, self.run.id) >= self.sample:
-                unsampled.append(RecordRow(record.id, None, attacked=False))
+            if self.sample < 1.0 and record_fraction(record_id, self.run.id) >= self.sample:
+                unsampled.append(RecordRow(record_id, None, attacked=False))
                 continue
-            fresh.append(record)
-        rows = self.scanner.attack_records(fresh) if fresh else []  # builds the scanner on first need
+            fresh.append(row)
+        records = batch.take(fresh)  # built only for the rows to attack
+        rows = self.scanner.attack_records(records, [digests[i] for i in fresh]) if fresh else []
         self.attacked += len(fresh)
         if self.deep is not None:
-            self._deep(fresh, rows)
-        self.run.commit_batch(cursor, rows + unsampled, carried)
+            self._deep(records, rows)
+        self.run.commit_batch(batch.cursor, rows + unsampled, carried)
         self.batches += 1
 
     @property
@@ -518,8 +525,8 @@ def scan_incrementally(
             if run.resumed:
                 advance(run.count())
             for batch in connector.iter_batches(batch_size=batch_size, resume_from=run.cursor):
-                batch_run.scan_batch(batch.records, batch.cursor)
-                advance(len(batch.records))
+                batch_run.scan_batch(batch)
+                advance(len(batch))
                 batch_run.announce_estimate(total)
         return finish_run(run, sample, deep)
 

@@ -26,10 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from vdbguard.errors import VdbguardError
-from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
 from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
 
@@ -73,20 +70,6 @@ CREATE TABLE IF NOT EXISTS records (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_by_run ON records (target, run_id);
 """
-
-
-def record_digest(record: VectorRecord) -> bytes:
-    """What a verdict depends on in the record itself: vector, payload and text (16 bytes)."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(record.id.encode())
-    if record.vector is not None:
-        try:
-            h.update(np.ascontiguousarray(record.vector, dtype=np.float32).tobytes())
-        except (TypeError, ValueError):
-            h.update(repr(record.vector).encode())
-    h.update(json.dumps(record.payload, sort_keys=True, default=str).encode())
-    h.update((record.text or "").encode())
-    return h.digest()
 
 
 def restrict(finding: Finding, open_types: dict[str, list[str]]) -> Finding | None:

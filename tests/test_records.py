@@ -1,0 +1,46 @@
+"""Columnar pages: digests as the records' would be, and records built only for the rows a scan attacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vdbguard.records import Batch, Columns, VectorRecord, row_digest
+
+
+def columns(n: int, built: list[int]) -> Columns:
+    rng = np.random.default_rng(n)
+    matrix = rng.standard_normal((n, 6)).astype(np.float32)[:, ::-1]  # not contiguous, as a slice may be
+    present = np.arange(n) % 4 != 1
+    payloads = [f'{{"i": {i}}}'.encode() if i % 3 else b"" for i in range(n)]
+    texts = [None if i % 2 else f"note {i}" for i in range(n)]
+
+    def record(i: int) -> VectorRecord:
+        built.append(i)
+        return VectorRecord(f"id-{i}", matrix[i] if present[i] else None, {"i": i}, texts[i])
+
+    return Columns([f"id-{i}" for i in range(n)], matrix, present, payloads, texts, record)
+
+
+def test_a_columnar_page_digests_each_row_as_row_digest_does_and_builds_only_the_rows_taken() -> None:
+    built: list[int] = []
+    page = Batch(None, "cursor", columns(9, built))
+    c = page.columns
+    want = [
+        row_digest(f"id-{i}", c.vectors[i] if c.has_vector[i] else None, c.stored_payloads[i], c.texts[i])
+        for i in range(9)
+    ]
+    assert page.digests() == want and len(set(want)) == 9
+    assert page.ids == [f"id-{i}" for i in range(9)] and len(page) == 9 and not built
+    assert [r.id for r in page.take([7, 2])] == ["id-7", "id-2"] and built == [7, 2]
+    head = page.head(4)
+    assert head.cursor is None and head.digests() == want[:4] and head.ids == page.ids[:4]
+    assert [r.id for r in page.records] == page.ids and page.records is page.records
+    assert page.take([1])[0].vector is None, "a row without a vector gives a record without one"
+
+
+def test_an_empty_page_and_a_page_of_both_kinds_are_handled() -> None:
+    empty = Batch(None, None, Columns([], np.zeros((0, 6), np.float32), np.zeros(0, bool), [], [], lambda i: None))
+    assert empty.digests() == [] and empty.records == [] and len(empty) == 0
+    with pytest.raises(ValueError, match="either records or columns"):
+        Batch([], None, empty.columns)
