@@ -14,10 +14,13 @@ from vdbguard.records import Batch, VectorRecord
 @dataclass(frozen=True)
 class Partition:
     """A share of a collection that one worker of a distributed scan reads on its own: ``rows`` records
-    (None: to the end) from ``resume_from`` (a cursor of the connector's own; None: the start)."""
+    (None: to the end) from ``resume_from`` (a cursor of the connector's own; None: the start). A connector
+    that pages by key bounds its shares by key instead: ``until`` is the cursor the next share starts from,
+    which its own ``iter_partition`` reads up to (so records written meanwhile are neither missed nor read twice)."""
 
     resume_from: str | None = None
     rows: int | None = None
+    until: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
-from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition
 from vdbguard.connectors.support import StoreCalls, Tls, log, metric_name, tls_hint
 
 from vdbguard.credentials import scrub
@@ -430,11 +430,38 @@ class PgvectorConnector(StoreCalls, Connector):
             },
         )
 
+    def partitions(self, count: int) -> list[Partition]:
+        """Keyset ranges of the id: each share reads the ids after one boundary up to the next one."""
+        table = self._layout()
+        total = self.describe().count
+        shares = max(1, min(count, total))
+        query = sql.SQL("SELECT {id} FROM {t} ORDER BY {id} OFFSET %s LIMIT 1").format(
+            id=sql.Identifier(table.id.name), t=table.ident
+        )
+
+        def id_at(offset: int) -> str | None:
+            def read(conn: psycopg.Connection) -> Any:
+                with conn.cursor(binary=True) as cur:
+                    return cur.execute(query, (offset,)).fetchone()
+
+            row = self._run("read", read)
+            return None if row is None else _cursor(row[0])
+
+        starts = [None, *(id_at(total * i // shares - 1) for i in range(1, shares))]
+        return [Partition(start, None, until) for start, until in zip(starts, [*starts[1:], None], strict=True)]
+
+    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
+        return self._pages(batch_size, partition.resume_from, partition.until)
+
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
         """Pages of at most ``batch_size`` rows in id order; every batch's cursor resumes after it."""
+        return self._pages(batch_size, resume_from, None)
+
+    def _pages(self, batch_size: int, resume_from: str | None, until: str | None) -> Iterator[Batch]:
+        """Ids after ``resume_from``'s, up to and including ``until``'s (a cursor too; None: to the end)."""
         if batch_size < 1:
             raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
-        after = _parse_cursor(resume_from)
+        after, last_id = _parse_cursor(resume_from), _parse_cursor(until)
         table = self._layout()
         selected = [table.id, *table.vectors]
         if table.text is not None:
@@ -447,12 +474,21 @@ class PgvectorConnector(StoreCalls, Connector):
         )
         base = sql.SQL("SELECT {cols} FROM {t}").format(cols=columns, t=table.ident)
         order = sql.SQL(" ORDER BY {id} LIMIT %(n)s").format(id=sql.Identifier(table.id.name))
-        after_clause = sql.SQL(" WHERE {id} > CAST(%(after)s::text AS {type})").format(
+        after_clause = sql.SQL("{id} > CAST(%(after)s::text AS {type})").format(
+            id=sql.Identifier(table.id.name), type=sql.SQL(table.id.type)
+        )
+        until_clause = sql.SQL("{id} <= CAST(%(until)s::text AS {type})").format(
             id=sql.Identifier(table.id.name), type=sql.SQL(table.id.type)
         )
         while True:
-            query = base + (after_clause if after is not None else sql.SQL("")) + order
-            params = {"n": batch_size, "after": None if after is None else str(after)}
+            clauses = [c for c, v in ((after_clause, after), (until_clause, last_id)) if v is not None]
+            where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses) if clauses else sql.SQL("")
+            query = base + where + order
+            params = {
+                "n": batch_size,
+                "after": None if after is None else str(after),
+                "until": None if last_id is None else str(last_id),
+            }
 
             def page(conn: psycopg.Connection, query: sql.Composable = query, params: dict = params) -> list:
                 with conn.cursor(binary=True) as cur:
@@ -462,9 +498,9 @@ class PgvectorConnector(StoreCalls, Connector):
             if not rows:
                 return
             records = [self._record(table, row) for row in rows]
-            last = rows[-1][0]
-            after = last if isinstance(last, int) and not isinstance(last, bool) else str(last)
-            yield Batch(records, json.dumps({"after": after}))
+            cursor = _cursor(rows[-1][0])
+            after = _parse_cursor(cursor)
+            yield Batch(records, cursor)
             if len(rows) < batch_size:
                 return
 
@@ -702,6 +738,12 @@ def _metric_of(opclass: str) -> str | None:
     """``vector_cosine_ops`` / ``halfvec_l2_ops`` / ... -> cosine / l2 / ip (None for l1, hamming, ...)."""
     match = re.fullmatch(r"(?:vector|halfvec)_(cosine|l2|ip)_ops", opclass)
     return match.group(1) if match else None
+
+
+def _cursor(last_id: Any) -> str:
+    """Resumes after ``last_id``: an integer key as a number, any other (uuid, text) as its text."""
+    number = isinstance(last_id, int) and not isinstance(last_id, bool)
+    return json.dumps({"after": last_id if number else str(last_id)})
 
 
 def _parse_cursor(cursor: str | None) -> int | str | None:

@@ -19,7 +19,7 @@ import grpc
 import httpx
 import numpy as np
 import weaviate
-from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition
 from vdbguard.connectors.support import StoreCalls, Tls, certificate_refused, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
@@ -421,6 +421,25 @@ class WeaviateConnector(StoreCalls, Connector):
                 if len(objects) < batch_size:
                     break
             after = None
+
+    def partitions(self, count: int) -> list[Partition]:
+        """Runs of tenants (one shard each), in the order a scan reads them; a collection without tenants is
+        one share."""
+        tenants = [t for t in self._active_shards(self._config(), "reading") if t is not None]
+        shares = min(count, len(tenants))
+        if shares < 2:
+            return [Partition()]
+        firsts = [tenants[len(tenants) * i // shares] for i in range(shares)]
+        starts = [json.dumps({"tenant": tenant, "after": None}) for tenant in firsts]
+        return [Partition(start, None, until) for start, until in zip(starts, [*starts[1:], None], strict=True)]
+
+    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
+        """The share's tenants: from its first up to the next share's first (a batch never spans two)."""
+        stop, _ = _parse_cursor(partition.until)
+        for batch in self.iter_batches(batch_size, partition.resume_from):
+            if stop is not None and batch.records and (batch.records[0].namespace or "") >= stop:
+                return
+            yield batch
 
     def _record(self, obj: Any, tenant: str | None, named: tuple[str, ...], primary: str | None) -> VectorRecord:
         vectors = _vectors(obj)

@@ -59,6 +59,9 @@ def test_pgvector_keys_of_every_type_are_read_once_and_resume_exactly(server: An
             pages = resumed.iter_batches(batch_size=3, resume_from=batches[cut].cursor)
             rest = [r.id for b in pages for r in b.records]
         assert ids[: cut + 1] + rest == ids, f"resuming after {ids[cut]!r}"
+    with PgvectorConnector(collection=table, url=server.url()) as connector:  # key ranges for a distributed scan
+        shares = [[r.id for b in connector.iter_partition(s, 2) for r in b.records] for s in connector.partitions(3)]
+    assert [i for share in shares for i in share] == ids and all(shares)
 
 
 def _read_and_resume(make: Any, expected: list[str], vectors: dict[str, list[float]]) -> None:

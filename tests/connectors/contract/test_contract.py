@@ -146,6 +146,24 @@ def test_partitions_together_read_every_record_once(backend: Backend, standard, 
     assert sorted(read) == sorted(r.id for r in records)
 
 
+def test_key_bounded_shares_read_a_record_written_after_planning_exactly_once(backend: Backend) -> None:
+    """A store that pages by key (pgvector) bounds each share by the next one's first key, not by a count."""
+    if backend.connector_name != "pgvector":
+        pytest.skip(f"{backend.connector_name} splits by offset or reads one share")
+    name, records = fresh_name("keys"), make_records(60, seed=11)
+    fill(backend, name, records)
+    with backend.connector(name) as connector:
+        shares = connector.partitions(3)
+        first = VectorRecord(str(uuid.UUID(int=1)), records[0].vector, {"i": -1})  # sorts into the first share
+        connector.upsert([first])
+    assert len(shares) == 3 and all(share.until for share in shares[:2])
+    read = []
+    for share in shares:
+        with backend.connector(name) as connector:
+            read += [r.id for batch in connector.iter_partition(share, batch_size=7) for r in batch.records]
+    assert sorted(read) == sorted([first.id, *(r.id for r in records)])
+
+
 def test_cursor_survives_a_process_restart(backend: Backend, standard) -> None:
     name, records = standard
     script = (
