@@ -97,6 +97,12 @@ class Connector(ABC):
         self.close()
 
 
+def key_partitions(starts: Sequence[str | None]) -> list[Partition]:
+    """One share per start key, each read up to the next share's start (the last to the end), so a record
+    written while the scan runs is read by exactly one share."""
+    return [Partition(start, None, until) for start, until in itertools.pairwise([*starts, None])]
+
+
 def offset_partitions(total: int, count: int, cursor_at: Callable[[int], str]) -> list[Partition]:
     """``total`` records in ``count`` near-equal runs of offsets, for a store whose cursor is an offset;
     the last share reads to the end, so records added since ``total`` was counted are read too."""

@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
 from vdbguard.connectors.support import StoreCalls, Tls, log, metric_name, tls_hint
 
 from vdbguard.credentials import scrub
@@ -448,7 +448,7 @@ class PgvectorConnector(StoreCalls, Connector):
             return None if row is None else _cursor(row[0])
 
         starts = [None, *(id_at(total * i // shares - 1) for i in range(1, shares))]
-        return [Partition(start, None, until) for start, until in zip(starts, [*starts[1:], None], strict=True)]
+        return key_partitions(starts)
 
     def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
         return self._pages(batch_size, partition.resume_from, partition.until)

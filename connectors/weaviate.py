@@ -19,7 +19,7 @@ import grpc
 import httpx
 import numpy as np
 import weaviate
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
 from vdbguard.connectors.support import StoreCalls, Tls, certificate_refused, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
@@ -431,7 +431,7 @@ class WeaviateConnector(StoreCalls, Connector):
             return [Partition()]
         firsts = [tenants[len(tenants) * i // shares] for i in range(shares)]
         starts = [json.dumps({"tenant": tenant, "after": None}) for tenant in firsts]
-        return [Partition(start, None, until) for start, until in zip(starts, [*starts[1:], None], strict=True)]
+        return key_partitions(starts)
 
     def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
         """The share's tenants: from its first up to the next share's first (a batch never spans two)."""

@@ -29,12 +29,21 @@ class Detector(ABC):
 
     def detect_whole(self, text: str) -> list[Detection]:
         """PII in all of ``text``, or ValueError: the write path must not pass on a tail nobody read."""
+        self._check_whole(text)
+        return self.detect(text)
+
+    def detect_whole_many(self, texts: Sequence[str]) -> list[list[Detection]]:
+        """``detect_whole`` for each text, batched as ``detect_many`` batches."""
+        for text in texts:
+            self._check_whole(text)
+        return self.detect_many(texts)
+
+    def _check_whole(self, text: str) -> None:
         if self.max_chars is not None and len(text) > self.max_chars:
             raise ValueError(
                 f"is {len(text):,} characters and {self.name} examines at most {self.max_chars:,}: "
                 "split it into chunks before embedding"
             )
-        return self.detect(text)
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         return [self.detect(text) for text in texts]

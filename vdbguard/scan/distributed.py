@@ -27,10 +27,8 @@ from vdbguard.errors import VdbguardError
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Finding, RecordProblem
-from vdbguard.scan.engine import Scanner, ScanResult, finish_run, plan, record_fraction
+from vdbguard.scan.engine import FRESH, UNSAMPLED, Scanner, ScanResult, classify, finish_run, plan
 from vdbguard.scan.state import RecordRow, ScanStore
-
-FRESH, CARRIED, UNSAMPLED = "fresh", "carried", "unsampled"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +120,19 @@ def scan_on_ray(
             ray.shutdown()
 
 
+_fetched: dict[str, Any] = {}  # per worker process: the newest verdict map, by its ref
+
+
+def _fetched_once(ref: Any) -> Any:
+    """The object behind ``ref``, deserialised once per worker process rather than once per share: on a
+    re-scan the map holds every record's digest."""
+    key = ref.hex()
+    if key not in _fetched:
+        _fetched.clear()
+        _fetched[key] = _ray().get(ref)
+    return _fetched[key]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Reading:
     """One share of the collection, read in a worker: what needs attacking goes on with its digest."""
@@ -133,21 +144,23 @@ class _Reading:
     verdicts: Any  # a Ray ref to (current digests, ids this run committed)
 
     def __call__(self, item: dict[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
-        ray = _ray()
-        current, done = ray.get(self.verdicts)
+        current, done = _fetched_once(self.verdicts)
         share = Partition(**json.loads(item["share"][0]))
         with self.open_connector() as connector:
             for batch in connector.iter_partition(share, self.batch_size):
                 page = _Page()
                 for row, (record_id, digest) in enumerate(zip(batch.ids, batch.digests(), strict=True)):
-                    if record_id in done:
-                        continue
-                    if current.get(record_id, b"") == digest:
-                        page.add(CARRIED, record_id)
-                    elif self.sample < 1.0 and record_fraction(record_id, self.run_id) >= self.sample:
-                        page.add(UNSAMPLED, record_id)
-                    else:
+                    kind = classify(
+                        record_id,
+                        committed=record_id in done,
+                        current=current.get(record_id, b"") == digest,
+                        run_id=self.run_id,
+                        sample=self.sample,
+                    )
+                    if kind == FRESH:
                         page.add(FRESH, record_id, *_record_item(batch.take([row])[0], digest))
+                    elif kind is not None:
+                        page.add(kind, record_id)
                 if page.ids:
                     yield page.columns()
 

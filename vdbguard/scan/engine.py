@@ -374,16 +374,20 @@ class _BatchRun:
         fresh, carried, unsampled = [], [], []
         for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
             seen = known.get(record_id)
-            if seen is not None and seen.run_id == self.run.id:
-                continue  # a duplicate id, or a batch the store served twice: already counted this run
             current = seen is not None and seen.verdict_key == self.run.key and seen.digest == digest
-            if current and not (seen.deep_pending and self._deep_budget_left()):
+            kind = classify(
+                record_id,
+                committed=seen is not None and seen.run_id == self.run.id,
+                current=current and not (seen.deep_pending and self._deep_budget_left()),
+                run_id=self.run.id,
+                sample=self.sample,
+            )
+            if kind == CARRIED:
                 carried.append(record_id)
-                continue
-            if self.sample < 1.0 and record_fraction(record_id, self.run.id) >= self.sample:
+            elif kind == UNSAMPLED:
                 unsampled.append(RecordRow(record_id, None, attacked=False))
-                continue
-            fresh.append(row)
+            elif kind == FRESH:
+                fresh.append(row)
         records = batch.take(fresh)  # built only for the rows to attack
         rows = self.scanner.attack_records(records, [digests[i] for i in fresh]) if fresh else []
         self.attacked += len(fresh)
@@ -473,6 +477,22 @@ def record_fraction(record_id: str, salt: int) -> float:
     """A stable pseudo-random number in [0, 1) per record (and run), for sampling without state."""
     digest = hashlib.blake2b(f"{salt}:{record_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest) / 2**64
+
+
+FRESH, CARRIED, UNSAMPLED = "fresh", "carried", "unsampled"
+
+
+def classify(record_id: str, *, committed: bool, current: bool, run_id: int, sample: float) -> str | None:
+    """What a scan does with one row it read, the same in every executor: nothing when this run already
+    committed it (a duplicate id, or a page the store served twice), carry a current verdict, leave out a
+    row the sample does not draw, attack the rest."""
+    if committed:
+        return None
+    if current:
+        return CARRIED
+    if sample < 1.0 and record_fraction(record_id, run_id) >= sample:
+        return UNSAMPLED
+    return FRESH
 
 
 def merge_findings(fast: Finding | None, deep: Finding | None) -> Finding | None:

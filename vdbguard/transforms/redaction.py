@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from vdbguard.detectors.base import Detection
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.text import TITLES
@@ -159,9 +160,17 @@ class Redactor:
             self._faker = Faker("en_US")
 
     def redact(self, text: str) -> str:
+        return self.redact_many([text])[0]
+
+    def redact_many(self, texts: Sequence[str]) -> list[str]:
+        """Each text with its PII replaced; the texts go through the detector's batched path together."""
+        found = self.detector.detect_whole_many(texts)
+        return [self._replaced(text, detections) for text, detections in zip(texts, found, strict=True)]
+
+    def _replaced(self, text: str, detections: Sequence[Detection]) -> str:
         from presidio_anonymizer.entities import RecognizerResult
 
-        detections = [d for d in self.detector.detect_whole(text) if self.types is None or d.pii_type in self.types]
+        detections = [d for d in detections if self.types is None or d.pii_type in self.types]
         if not detections:
             return text
         results = [
@@ -170,9 +179,6 @@ class Redactor:
         ]
         operators = {t.value: self._operator(t) for t in {d.pii_type for d in detections}}
         return self._engine.anonymize(text=text, analyzer_results=results, operators=operators).text
-
-    def redact_many(self, texts: Sequence[str]) -> list[str]:
-        return [self.redact(text) for text in texts]
 
     def pseudonym(self, pii_type: PiiType, value: str) -> str:
         """A fake ``pii_type`` seeded by an HMAC of ``value``: consistent under one key, unguessable without
