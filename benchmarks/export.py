@@ -3,10 +3,12 @@
     python benchmarks/export.py --records 100000 --dim 384 [--stores chroma,qdrant,...]
 
 For each store: fill it once with the same random float32 vectors (plus a small payload), then time
-(a) a loop over the vendor client's own paging API, (b) ``Connector.iter_batches`` over the same data read as
-a re-scan reads it (ids and vectors; a columnar page builds no record) and (c) with every ``VectorRecord``
-built, as a first scan does; same page size, alternating runs, keeping the best of ``--repeats``. Prints one
-table.
+(a) a loop over the vendor client's own paging API (and, for a client that hands each vector out as a Python
+list, the same loop making each page one float32 matrix, which any use of the vectors needs), (b)
+``Connector.iter_batches`` over the same data read as a re-scan reads it (ids and vectors; a columnar page
+builds no record), also without the private copy for a connector that reads one, so the copy is priced apart,
+and (c) with every ``VectorRecord`` built, as a first scan does; same page size, alternating runs, keeping the
+best of ``--repeats``. Prints one table.
 """
 
 from __future__ import annotations
@@ -31,8 +33,15 @@ PAGE = 1000
 @dataclass
 class Store:
     fill: Callable[[Path, list[VectorRecord]], Any]  # returns a context
-    raw: Callable[[Any], int]  # returns number of vectors read
-    connector: Callable[[Any], Any]  # returns a Connector
+    raw: Callable[[Any, bool], int]  # (context, to_matrix) -> number of vectors read
+    connector: Callable[[Any, bool], Any]  # (context, snapshot) -> a Connector
+    hands_lists: bool = False  # the client gives each vector as a Python list: raw also times the float32 matrix
+    copies: bool = False  # the connector reads a private copy: also timed without it, to price the copy
+
+
+def _matrix(vectors: list[Any], to_matrix: bool) -> None:
+    if to_matrix:
+        np.array(vectors, dtype=np.float32)
 
 
 def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -> None:
@@ -50,7 +59,7 @@ def chroma_store() -> Store:
         _fill(ChromaConnector(collection="bench", path=root / "chroma", create=True), records, "l2")
         return {"path": root / "chroma"}
 
-    def raw(ctx: dict) -> int:
+    def raw(ctx: dict, to_matrix: bool) -> int:
         collection = chromadb.PersistentClient(path=str(ctx["path"])).get_collection("bench")
         n, offset = 0, 0
         while True:
@@ -60,7 +69,9 @@ def chroma_store() -> Store:
             n += len(page["ids"])
             offset += len(page["ids"])
 
-    return Store(fill, raw, lambda ctx: ChromaConnector(collection="bench", path=ctx["path"]))
+    return Store(
+        fill, raw, lambda ctx, snap: ChromaConnector(collection="bench", path=ctx["path"], snapshot=snap), copies=True
+    )
 
 
 def lancedb_store() -> Store:
@@ -71,11 +82,11 @@ def lancedb_store() -> Store:
         _fill(LanceDBConnector(collection="bench", path=str(root / "lance")), records)
         return {"path": str(root / "lance")}
 
-    def raw(ctx: dict) -> int:
+    def raw(ctx: dict, to_matrix: bool) -> int:
         table = lancedb.connect(ctx["path"]).open_table("bench")
         return sum(batch.num_rows for batch in table.search().limit(None).to_batches(PAGE))
 
-    return Store(fill, raw, lambda ctx: LanceDBConnector(collection="bench", path=ctx["path"]))
+    return Store(fill, raw, lambda ctx, snap: LanceDBConnector(collection="bench", path=ctx["path"]))
 
 
 def qdrant_edge_store() -> Store:
@@ -86,19 +97,48 @@ def qdrant_edge_store() -> Store:
         _fill(QdrantEdgeConnector(collection="bench", path=str(root / "edge")), records, "l2")
         return {"path": str(root / "edge")}
 
-    def raw(ctx: dict) -> int:
+    def raw(ctx: dict, to_matrix: bool) -> int:
         shard_dir = next(p for p in Path(ctx["path"]).rglob("edge_config.json")).parent
         shard = qdrant_edge.EdgeShard.load(str(shard_dir))
         n, offset = 0, None
         while True:
             request = qdrant_edge.ScrollRequest(offset=offset, limit=PAGE, with_payload=True, with_vector=True)
             points, offset = shard.scroll(request)
+            _matrix([p.vector for p in points], to_matrix)
             n += len(points)
             if offset is None:
                 shard.close() if hasattr(shard, "close") else None
                 return n
 
-    return Store(fill, raw, lambda ctx: QdrantEdgeConnector(collection="bench", path=ctx["path"]))
+    def connector(ctx: dict, snapshot: bool) -> Any:
+        return QdrantEdgeConnector(collection="bench", path=ctx["path"], snapshot=snapshot)
+
+    return Store(fill, raw, connector, hands_lists=True, copies=True)
+
+
+def qdrant_local_store() -> Store:
+    from qdrant_client import QdrantClient
+    from vdbguard.connectors.qdrant import QdrantConnector
+
+    def fill(root: Path, records: list[VectorRecord]) -> dict:
+        _fill(QdrantConnector(collection="bench", path=str(root / "qdrant")), records)
+        return {"path": str(root / "qdrant")}
+
+    def raw(ctx: dict, to_matrix: bool) -> int:
+        client = QdrantClient(path=ctx["path"])
+        n, offset = 0, None
+        while True:
+            points, offset = client.scroll("bench", limit=PAGE, offset=offset, with_payload=True, with_vectors=True)
+            _matrix([p.vector for p in points], to_matrix)
+            n += len(points)
+            if offset is None:
+                client.close()
+                return n
+
+    def connector(ctx: dict, snapshot: bool) -> Any:
+        return QdrantConnector(collection="bench", path=ctx["path"], snapshot=snapshot)
+
+    return Store(fill, raw, connector, hands_lists=True, copies=True)
 
 
 def milvus_store() -> Store:
@@ -109,7 +149,7 @@ def milvus_store() -> Store:
         _fill(MilvusConnector(collection="bench", path=str(root / "milvus.db")), records)
         return {"path": str(root / "milvus.db")}
 
-    def raw(ctx: dict) -> int:
+    def raw(ctx: dict, to_matrix: bool) -> int:
         client = MilvusClient(ctx["path"])
         client.load_collection("bench")
         iterator = client.query_iterator("bench", batch_size=PAGE, output_fields=["*"])
@@ -120,13 +160,14 @@ def milvus_store() -> Store:
         client.close()
         return n
 
-    return Store(fill, raw, lambda ctx: MilvusConnector(collection="bench", path=ctx["path"]))
+    return Store(fill, raw, lambda ctx, snap: MilvusConnector(collection="bench", path=ctx["path"]))
 
 
 STORES: dict[str, Callable[[], Store]] = {
     "chroma": chroma_store,
     "lancedb": lancedb_store,
     "qdrant-edge": qdrant_edge_store,
+    "qdrant-local": qdrant_local_store,
     "milvus": milvus_store,
 }
 
@@ -157,25 +198,38 @@ def connector_read(make: Callable[[], Any], build_records: bool) -> int:
         return sum(len(batch.ids) for batch in connector.iter_batches(batch_size=PAGE))
 
 
+WAYS = {
+    "raw": "raw export: the vendor's paging loop",
+    "raw-matrix": "raw export, each page's vectors made one float32 matrix",
+    "pages": "connector pages, as a re-scan reads them",
+    "pages-in-place": "connector pages without the private copy",
+    "records": "connector, every record built",
+}
+
+
 def read_once(store: Store, ctx: dict, way: str) -> int:
-    if way == "raw":
-        return store.raw(ctx)
-    return connector_read(lambda: store.connector(ctx), build_records=way == "records")
+    if way.startswith("raw"):
+        return store.raw(ctx, way == "raw-matrix")
+    return connector_read(lambda: store.connector(ctx, way != "pages-in-place"), build_records=way == "records")
 
 
-def measure(name: str, store: Store, records: list[VectorRecord], repeats: int) -> tuple[str, float, float, float]:
-    """Best of ``repeats`` for each way, runs alternating so load changes hit every way alike."""
+def ways(store: Store) -> list[str]:
+    return [w for w in WAYS if (w != "raw-matrix" or store.hands_lists) and (w != "pages-in-place" or store.copies)]
+
+
+def measure(name: str, store: Store, records: list[VectorRecord], repeats: int) -> dict[str, float]:
+    """Vectors/s, best of ``repeats`` for each way, runs alternating so load changes hit every way alike."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
         ctx = store.fill(Path(tmp), records)
-        best = {"raw": float("inf"), "pages": float("inf"), "records": float("inf")}
+        best = dict.fromkeys(ways(store), float("inf"))
         for _ in range(repeats):
             for way in best:
                 seconds, n = time_it(functools.partial(read_once, store, ctx, way))
                 assert n == len(records), (name, way, n)
                 best[way] = min(best[way], seconds)
-    row = (name, *(len(records) / seconds for seconds in best.values()))
-    print(f"{name}: " + ", ".join(f"{way} {rate:,.0f}/s" for way, rate in zip(best, row[1:], strict=True)), flush=True)
-    return row
+    rates = {way: len(records) / seconds for way, seconds in best.items()}
+    print(f"{name}: " + ", ".join(f"{way} {rate:,.0f}/s" for way, rate in rates.items()), flush=True)
+    return rates
 
 
 def main() -> None:
@@ -183,14 +237,20 @@ def main() -> None:
     parser.add_argument("--stores", default=",".join(STORES))
     args = parser.parse_args()
     records = make_records(args.records, args.dim)
-    rows = [measure(name, STORES[name](), records, args.repeats) for name in args.stores.split(",")]
-    print(
-        "\n| store | raw export (vectors/s) | connector pages, as a re-scan reads them (vectors/s) | overhead "
-        "| connector, every record built (vectors/s) | overhead |\n|---|---|---|---|---|---|"
-    )
-    for name, raw, pages, built in rows:
-        overheads = raw / pages - 1, raw / built - 1
-        print(f"| {name} | {raw:,.0f} | {pages:,.0f} | {overheads[0]:+.1%} | {built:,.0f} | {overheads[1]:+.1%} |")
+    rows = {name: measure(name, STORES[name](), records, args.repeats) for name in args.stores.split(",")}
+    print("\nvectors/s; overheads are over the raw export (and over raw-matrix where the client hands out lists)")
+    print("| store | " + " | ".join(WAYS) + " | pages overhead | records overhead | private copy |")
+    print("|---" * (len(WAYS) + 4) + "|")
+    for name, rates in rows.items():
+        cells = [f"{rates[way]:,.0f}" if way in rates else "—" for way in WAYS]
+        bases = [rates["raw"], *([rates["raw-matrix"]] if "raw-matrix" in rates else [])]
+        over = [" / ".join(f"{base / rates[way] - 1:+.1%}" for base in bases) for way in ("pages", "records")]
+        copy = (
+            f"{len(records) / rates['pages'] - len(records) / rates['pages-in-place']:+.2f} s"
+            if "pages-in-place" in rates
+            else "—"
+        )
+        print(f"| {name} | " + " | ".join(cells) + f" | {over[0]} | {over[1]} | {copy} |")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from vdbguard.connectors.support import (
 
 from vdbguard.credentials import redact_url
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, PartialWriteError, VdbguardError
-from vdbguard.records import Batch, VectorRecord
+from vdbguard.records import Batch, Columns, VectorRecord
 
 _CURSOR = re.compile(r"offset:(\d+)")
 _INCLUDE: Any = ["embeddings", "documents", "metadatas"]
@@ -223,26 +224,28 @@ class ChromaConnector(StoreCalls, Connector):
             ids = page["ids"]
             if not ids:
                 return
-            embeddings = page.get("embeddings")
-            metadatas = page.get("metadatas")
-            documents = page.get("documents")
-            records = []
-            for i, record_id in enumerate(ids):
-                emb = embeddings[i] if embeddings is not None else None
-                meta = metadatas[i] if metadatas is not None else None
-                records.append(
-                    VectorRecord(
-                        id=record_id,
-                        vector=None if emb is None else np.array(emb, dtype=np.float32),
-                        payload=dict(meta) if meta else {},
-                        text=documents[i] if documents is not None else None,
-                        collection=self.collection_name,
-                    )
-                )
             offset += len(ids)
-            yield Batch(records, f"offset:{offset}")
+            yield Batch(None, f"offset:{offset}", self._columns(ids, page))
             if len(ids) < batch_size:
                 return
+
+    def _columns(self, ids: list[str], page: dict[str, Any]) -> Columns:
+        """A page as columns: Chroma hands out one embedding matrix per page, so a row becomes a VectorRecord
+        only when the scan attacks it. Payloads hash as the sorted JSON a record's digest uses."""
+        embeddings, metadatas, documents = page.get("embeddings"), page.get("metadatas"), page.get("documents")
+        matrix = np.asarray(embeddings if embeddings is not None else np.zeros((len(ids), 0)), dtype=np.float32)
+        present = np.full(len(ids), embeddings is not None and matrix.ndim == 2 and matrix.shape[1] > 0)
+        payloads = [dict(meta) if meta else {} for meta in metadatas or [None] * len(ids)]
+        texts = list(documents) if documents is not None else [None] * len(ids)
+
+        def record(i: int) -> VectorRecord:
+            vector = matrix[i] if present[i] else None
+            return VectorRecord(
+                id=ids[i], vector=vector, payload=payloads[i], text=texts[i], collection=self.collection_name
+            )
+
+        stored = [json.dumps(payload, sort_keys=True, default=str).encode() for payload in payloads]
+        return Columns(ids, matrix, present, stored, texts, record)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from vdbguard.connectors.base import CollectionInfo, Connector
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
 from vdbguard.connectors.support import StoreCalls, metric_name, store_metric
 
 from vdbguard.errors import ConnectorError, PartialWriteError, RecordError, VdbguardError
-from vdbguard.records import Batch, VectorRecord
+from vdbguard.records import Batch, Columns, VectorRecord
 
 UPSERT_CHUNK = 256
 _DISTANCES = {"cosine": "Cosine", "l2": "Euclid", "ip": "Dot"}  # vdbguard metric -> Qdrant distance
@@ -84,6 +84,27 @@ class VectorLayout:
             named_vectors=named if self.named else {},
         )
 
+    def page(self, points: Sequence[Any], cursor: str, collection: str) -> Batch:
+        """A scrolled page, as columns when every point holds the one unnamed vector at the collection's
+        dimension (a record is built only for a row the scan attacks), else as records. Either way a row
+        digests alike: payloads hash as the sorted JSON a record's digest uses."""
+        dimension = self.dimension
+        vectors = [p.vector for p in points]
+        if self.named or self.primary is None or any(not _dense(v) or len(v) != dimension for v in vectors):
+            return Batch(
+                [self.record(p.id, v, p.payload, collection) for p, v in zip(points, vectors, strict=True)], cursor
+            )
+        ids = [str(p.id) for p in points]
+        matrix = np.array(vectors, dtype=np.float32).reshape(len(points), dimension or 0)
+        payloads = [dict(p.payload) if p.payload else {} for p in points]
+
+        def record(i: int) -> VectorRecord:
+            return VectorRecord(id=ids[i], vector=matrix[i], payload=payloads[i], collection=collection)
+
+        stored = [json.dumps(payload, sort_keys=True, default=str).encode() for payload in payloads]
+        present = np.ones(len(points), dtype=bool)
+        return Batch(None, cursor, Columns(ids, matrix, present, stored, [None] * len(points), record))
+
     def point_vector(self, record: VectorRecord) -> list[float] | dict[str, list[float]]:
         """The vector(s) to write for ``record``, checked (RecordError names the record and the field)."""
         if self.primary is None:
@@ -123,6 +144,12 @@ def point_id_of(record_id: str) -> int | str:
     except ValueError:
         problem = "is neither an unsigned integer nor a UUID (the only point ids Qdrant accepts)"
         raise RecordError(text, "id", problem) from None
+
+
+def id_order(point_id: int | str) -> tuple[int, int]:
+    """Where a point id sorts in a scroll: unsigned integers first, then UUIDs by their 128-bit value (Qdrant's
+    ``ExtendedPointId`` order, which local mode keeps too)."""
+    return (0, point_id) if isinstance(point_id, int) else (1, uuid.UUID(str(point_id)).int)
 
 
 def encode_cursor(next_id: Any) -> str:
@@ -171,7 +198,10 @@ class PointsConnector(StoreCalls, Connector):
     def _count(self, handle: Any) -> int: ...
 
     @abstractmethod
-    def _scroll(self, handle: Any, offset: int | str | None, limit: int) -> tuple[Sequence[Any], Any]: ...
+    def _scroll(
+        self, handle: Any, offset: int | str | None, limit: int, content: bool = True
+    ) -> tuple[Sequence[Any], Any]:
+        """A page of points from ``offset``: with vectors and payloads, or (``content=False``) ids alone."""
 
     @abstractmethod
     def _point(self, point_id: int | str, vector: Any, payload: dict[str, Any]) -> Any: ...
@@ -226,12 +256,39 @@ class PointsConnector(StoreCalls, Connector):
         handle, layout = self._reading()
         while True:
             points, next_id = self._scroll(handle, offset, batch_size)
-            records = [layout.record(p.id, p.vector, p.payload, self.collection_name) for p in points]
-            if records:
-                yield Batch(records, encode_cursor(next_id))
+            if points:
+                yield layout.page(points, encode_cursor(next_id), self.collection_name)
             if next_id is None:
                 return
             offset = next_id if isinstance(next_id, int) else str(next_id)
+
+    def partitions(self, count: int) -> list[Partition]:
+        """Runs of point ids in Qdrant's id order, planned from one pass over the ids alone; each share reads
+        up to the next share's first id, so a point written meanwhile is read by exactly one share."""
+        handle, _ = self._reading()
+        ids: list[Any] = []
+        offset: Any = None
+        while True:
+            points, offset = self._scroll(handle, offset, 10_000, content=False)
+            ids += [p.id for p in points]
+            if offset is None:
+                break
+        shares = max(1, min(count, len(ids)))
+        return key_partitions([None, *(encode_cursor(ids[len(ids) * i // shares]) for i in range(1, shares))])
+
+    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
+        done, stop = decode_cursor(partition.until)
+        if partition.until is None or done:
+            yield from self.iter_batches(batch_size, partition.resume_from)
+            return
+        end = id_order(stop)
+        for batch in self.iter_batches(batch_size, partition.resume_from):
+            inside = sum(id_order(point_id_of(i)) < end for i in batch.ids)  # a page is in id order
+            if inside < len(batch):
+                if inside:
+                    yield batch.head(inside)
+                return
+            yield batch
 
     def query_vector(self, vector: Sequence[float]) -> list[float] | None:
         handle, layout = self._reading()

@@ -1,7 +1,8 @@
 """Ids of the types a store allows are read whole, paged in order and resumed exactly: PostgreSQL integer,
 bigint, uuid and text keys (a real server), LanceDB int64, int32 and string ids, Milvus Lite int64 and VARCHAR
-primary keys, Pinecone's ASCII string ids (through its SDK and the REST double). Weaviate allows UUIDs only,
-which the contract suite uses for every store. LanceDB, Milvus and Pinecone also delete such ids, quotes included."""
+primary keys, Pinecone's ASCII string ids (through its SDK and the REST double). Qdrant's integer and UUID ids
+split into key-range shares in the engine's own order. Weaviate allows UUIDs only, which the contract suite
+uses for every store. LanceDB, Milvus and Pinecone also delete such ids, quotes included."""
 
 from __future__ import annotations
 
@@ -162,3 +163,38 @@ def test_pinecone_string_ids_of_any_shape_are_read_once_and_resume_exactly() -> 
             writer.ensure_collection(DIM, "cosine")
             writer.upsert([VectorRecord(k, np.array(v, np.float32)) for k, v in zip(keys, vectors, strict=True)])
         _read_and_resume(lambda: PineconeConnector(**settings), keys, dict(zip(keys, vectors, strict=True)))
+
+
+QDRANT_IDS = [
+    str(i)
+    for i in (0, 7, 2**53 + 1, 2**64 - 1)  # past float precision, and the largest id Qdrant allows
+] + [str(uuid.UUID(int=i)) for i in (1, 2**64, 2**127, 2**128 - 1)]
+
+
+@pytest.mark.parametrize("engine", ["local", "edge"])
+def test_qdrant_integer_and_uuid_ids_split_into_key_ranges_in_the_engines_order(engine: str, tmp_path: Path) -> None:
+    """Shares bound by id must compare ids as the engine orders them (numbers, then UUIDs by value): Qdrant
+    Edge is Qdrant's own engine, local mode its Python re-implementation."""
+    from vdbguard.connectors.qdrant import QdrantConnector
+    from vdbguard.connectors.qdrant_edge import QdrantEdgeConnector
+
+    from vdbguard.records import VectorRecord
+
+    def make() -> Any:
+        if engine == "edge":
+            return QdrantEdgeConnector(collection="ids", path=str(tmp_path / "edge"))
+        return QdrantConnector(collection="ids", path=str(tmp_path / "qdrant"))
+
+    rng = np.random.default_rng(3)
+    with make() as connector:
+        connector.ensure_collection(DIM, "l2")
+        connector.upsert([VectorRecord(i, rng.standard_normal(DIM).astype(np.float32)) for i in QDRANT_IDS[::-1]])
+    with make() as connector:
+        order = [r.id for b in connector.iter_batches(batch_size=3) for r in b.records]
+    assert order == QDRANT_IDS
+    for count in (2, 3, 8):
+        with make() as connector:
+            shares = [
+                [r.id for b in connector.iter_partition(s, 2) for r in b.records] for s in connector.partitions(count)
+            ]
+        assert [i for share in shares for i in share] == QDRANT_IDS and all(shares), count

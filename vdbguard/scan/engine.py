@@ -39,6 +39,7 @@ from vdbguard.reports.schema import (
     Summary,
 )
 from vdbguard.reports.spool import FindingSpool
+from vdbguard.scan.read_ahead import read_ahead
 from vdbguard.scan.state import RecordRow, Run, ScanStore, verdict_key
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
@@ -544,7 +545,7 @@ def scan_incrementally(
         with progress.task("Scanning records", total) as advance:
             if run.resumed:
                 advance(run.count())
-            for batch in connector.iter_batches(batch_size=batch_size, resume_from=run.cursor):
+            for batch in read_ahead(connector.iter_batches(batch_size=batch_size, resume_from=run.cursor)):
                 batch_run.scan_batch(batch)
                 advance(len(batch))
                 batch_run.announce_estimate(total)
