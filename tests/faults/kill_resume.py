@@ -97,12 +97,17 @@ def cli_env() -> dict[str, str]:
 
 
 def scan_command(
-    store: Path | str, out: Path, state: Path | None = None, collection: str = COLLECTION, connector: str = "chroma"
+    store: Path | str,
+    out: Path,
+    state: Path | None = None,
+    collection: str = COLLECTION,
+    connector: str = "chroma",
+    batch_size: int = 128,
 ) -> list[str]:
     """`vdbguard scan` of an embedded store (a folder) or a server (a URL), small profile, JSON report."""
     where = ["--path", str(store)] if isinstance(store, Path) else ["--url", store]
     command = ["scan", "--connector", connector, "--collection", collection, *where, "--profile", "small"]
-    command += ["--format", "json", "--batch-size", "128", "--out", str(out)]
+    command += ["--format", "json", "--batch-size", str(batch_size), "--out", str(out)]
     return vdbguard_command(*command, *(["--state", str(state)] if state else []))
 
 

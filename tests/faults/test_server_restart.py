@@ -15,7 +15,8 @@ from tests.faults.kill_resume import build_store, cli_env, scan_command, state_i
 from tests.helpers import ChromaServer
 
 RECORDS = 400
-PROGRESS = 128  # one committed batch: the scan is under way
+BATCH = 16  # the scan reads a few pages ahead of the one it attacks: enough are left to meet the stopped server
+PROGRESS = 128  # eight committed batches: the scan is under way
 
 
 def _scan_under_way(
@@ -24,7 +25,7 @@ def _scan_under_way(
     """A store on ``server`` and a scan of it with a state, once its first batch is committed."""
     ids = build_store(server.url, RECORDS, seed=seed)
     state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
-    scan = _start(scan_command(server.url, tmp_path / "out", state), log)
+    scan = _start(scan_command(server.url, tmp_path / "out", state, batch_size=BATCH), log)
     _wait_for_progress(scan, state)
     return ids, state, log, scan
 
@@ -69,7 +70,7 @@ def test_a_server_gone_for_good_stops_the_scan_with_exit_2_and_a_state_that_resu
     assert PROGRESS <= len(done) < RECORDS
 
     server.start()
-    resumed = _start(scan_command(server.url, tmp_path / "out", state), log)
+    resumed = _start(scan_command(server.url, tmp_path / "out", state, batch_size=BATCH), log)
     assert resumed.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
     assert sorted(state_ids(state)) == sorted(ids)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -103,7 +104,7 @@ def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2
             writer.ensure_collection(384, "cosine")
             writer.upsert(records)
         state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
-        scan = _start(scan_command(server.url(), tmp_path / "out", state, connector="pgvector"), log)
+        scan = _start(scan_command(server.url(), tmp_path / "out", state, connector="pgvector", batch_size=BATCH), log)
         _wait_for_progress(scan, state)
         pg("stop")
         time.sleep(4)
@@ -116,7 +117,7 @@ def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2
 
         # gone for good: exit 2, a clear error without the password, and a state that resumes once it is back
         state, log = tmp_path / "gone.sqlite", tmp_path / "gone.log"
-        command = scan_command(server.url(), tmp_path / "out-gone", state, connector="pgvector")
+        command = scan_command(server.url(), tmp_path / "out-gone", state, connector="pgvector", batch_size=BATCH)
         scan = _start(command, log)
         _wait_for_progress(scan, state)
         pg("stop")

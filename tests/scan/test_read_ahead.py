@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -58,3 +59,23 @@ def test_leaving_early_stops_the_reader_and_closes_the_pages() -> None:
             break
     assert pages.closed_in == "vdbguard-read-ahead" and pages.drawn <= 5 + 1 + 2 + 1
     assert not any(t.name == "vdbguard-read-ahead" for t in threading.enumerate())
+
+
+def test_whoever_holds_the_lock_never_uses_the_store_beside_the_reader() -> None:
+    """Calibrating on the store's text reads the same connector mid-scan: it takes the lock the reader takes."""
+    lock = threading.Lock()
+    busy = threading.Event()
+
+    def pages() -> Iterator[int]:
+        for page in range(30):
+            busy.set()
+            time.sleep(0.002)
+            busy.clear()
+            yield page
+
+    overlaps = 0
+    for _ in read_ahead(pages(), depth=2, lock=lock):
+        with lock:
+            overlaps += busy.is_set()
+            time.sleep(0.002)
+    assert overlaps == 0

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -538,14 +539,21 @@ def scan_incrementally(
     share of new or changed records the fast tier attacks this run.
     """
     progress = progress or Silent()
+    reading = threading.Lock()
+
+    def build_between_pages() -> Scanner:
+        with reading:  # calibrating on the store's own text reads the connector the pages come from
+            return build()
+
     with ScanStore(state_path) as store:
         run = store.begin(target, key)
-        batch_run = _BatchRun(build, run, sample, deep)
+        batch_run = _BatchRun(build_between_pages, run, sample, deep)
         batch_run.announce_plan(total)
         with progress.task("Scanning records", total) as advance:
             if run.resumed:
                 advance(run.count())
-            for batch in read_ahead(connector.iter_batches(batch_size=batch_size, resume_from=run.cursor)):
+            pages = connector.iter_batches(batch_size=batch_size, resume_from=run.cursor)
+            for batch in read_ahead(pages, lock=reading):
                 batch_run.scan_batch(batch)
                 advance(len(batch))
                 batch_run.announce_estimate(total)

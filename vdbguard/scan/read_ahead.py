@@ -17,12 +17,14 @@ class _Failed:
         self.error = error
 
 
-def read_ahead(pages: Iterator[T], depth: int = 2) -> Iterator[T]:
+def read_ahead(pages: Iterator[T], depth: int = 2, lock: threading.Lock | None = None) -> Iterator[T]:
     """``pages`` in order, drawn by one thread that stays at most ``depth`` pages ahead, so memory stays
     bounded. A reading error is raised here, as the store raised it, once the pages before it are used.
-    Only that thread touches the iterator; leaving early stops it before the next page is read."""
+    Only that thread touches the iterator, each page drawn holding ``lock``: whoever else uses the same
+    connector meanwhile takes it too. Leaving early stops the thread before the next page is read."""
     ready: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
+    lock = lock or threading.Lock()
 
     def offer(item: object) -> bool:
         while not stop.is_set():
@@ -35,16 +37,18 @@ def read_ahead(pages: Iterator[T], depth: int = 2) -> Iterator[T]:
 
     def read() -> None:
         try:
-            for page in pages:
-                if not offer(page):
+            while not stop.is_set():
+                with lock:
+                    page = next(pages, _END)
+                if not offer(page) or page is _END:
                     return
-            offer(_END)
         except BaseException as exc:  # handed to the consumer, which raises it
             offer(_Failed(exc))
         finally:
             close = getattr(pages, "close", None)
             if close is not None:
-                close()  # a connector's generator releases its cursor in this thread, which ran it
+                with lock:
+                    close()  # a connector's generator releases its cursor in this thread, which ran it
 
     reader = threading.Thread(target=read, name="vdbguard-read-ahead", daemon=True)
     reader.start()
