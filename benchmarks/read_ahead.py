@@ -35,7 +35,7 @@ def scan_here() -> None:
     from vdbguard.cli import main
 
     if os.environ["BENCH_WAY"] == "in turn":
-        engine.read_ahead = lambda pages, depth=2: pages
+        engine.read_ahead = lambda pages, **_: pages
     latency, plain = float(os.environ["BENCH_LATENCY"]), ChromaConnector.iter_batches
 
     def delayed(self: ChromaConnector, *args: object, **kwargs: object):
@@ -52,7 +52,9 @@ def timed(store: Path, out: Path, way: str, latency: float) -> tuple[float, list
     args = ["scan", "--connector", "chroma", "--path", str(store), "--collection", "bench", "--profile", "small"]
     args += ["--batch-size", "1000", "--fail-on", "never", "--format", "json", "--out", str(out)]
     started = time.monotonic()
-    subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True)
+    child = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
+    if child.returncode != 0:
+        raise SystemExit(f"scan failed ({way}):\n{child.stderr[-3000:]}")
     seconds = time.monotonic() - started
     findings = json.loads((out / "report.json").read_text())["findings"]
     return seconds, sorted((f["record_id"], f["severity"]) for f in findings)
