@@ -1,10 +1,11 @@
 """What a guard costs on the write path: one 256-vector batch upsert, guarded vs unguarded, side by side.
 
     python benchmarks/hooks.py [--batch 256] [--dim 384] [--repeats 60]
-                               [--stores qdrant,chroma,qdrant-memory,chroma-memory]
+                               [--stores qdrant,chroma,qdrant-memory,chroma-memory,qdrant_numpy-memory]
 
 For each embedded store (Qdrant local mode on disk ``QdrantClient(path=...)`` and in memory
-``QdrantClient(":memory:")``; Chroma ``PersistentClient`` and ``EphemeralClient``) the same batch of random unit
+``QdrantClient(":memory:")``, through ``upsert`` of ``PointStruct``s or (``qdrant_numpy``) ``upload_collection`` of
+one numpy matrix; Chroma ``PersistentClient`` and ``EphemeralClient``) the same batch of random unit
 vectors (plus a small payload) is upserted over and over (same ids, so the collection size is
 stable) in three arms, interleaved in a rotating order within every repeat so machine load drifts
 hit all arms alike:
@@ -62,6 +63,27 @@ def qdrant_arms(root: Path | None, vectors: np.ndarray, transforms: dict[str, Tr
         guarded[name] = guard(client, transform)
         arms[name] = lambda g=guarded[name]: g.upsert("bench", points=points, wait=True)
     prep = lambda: guarded["identity"]._points(points)  # noqa: E731
+    return arms, prep, client
+
+
+def qdrant_numpy_arms(
+    root: Path | None, vectors: np.ndarray, transforms: dict[str, Transform]
+) -> tuple[dict, Callable, Any]:
+    """Qdrant's ``upload_collection`` with the batch as one numpy matrix: the guard hands numpy back."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(root / "qdrant")) if root is not None else QdrantClient(":memory:")
+    client.create_collection(
+        "bench", vectors_config=models.VectorParams(size=vectors.shape[1], distance=models.Distance.COSINE)
+    )
+    ids, payload = list(range(len(vectors))), [{"text": f"note {i}", "n": i} for i in range(len(vectors))]
+
+    def upload(target: Any) -> Callable[[], None]:
+        return lambda: target.upload_collection("bench", vectors=vectors, ids=ids, payload=payload, wait=True)
+
+    guarded = {name: guard(client, transform) for name, transform in transforms.items()}
+    arms = {"raw": upload(client), **{name: upload(g) for name, g in guarded.items()}}
+    prep = lambda: guarded["identity"]._upload_collection({"vectors": vectors, "ids": ids, "payload": payload})  # noqa: E731
     return arms, prep, client
 
 
@@ -129,7 +151,7 @@ def main() -> None:
         "gaussian = vdbguard.transforms.gaussian.GaussianNoise(0.01)"
     )
     print(f"{'store':14} {'raw':>9} {'identity':>9} {'gaussian':>9} {'ovh id':>8} {'ovh gauss':>9} {'hook prep':>10}")
-    builders = {"qdrant": qdrant_arms, "chroma": chroma_arms}
+    builders = {"qdrant": qdrant_arms, "chroma": chroma_arms, "qdrant_numpy": qdrant_numpy_arms}
     for store in args.stores.split(","):
         engine, _, where = store.partition("-")
         with tempfile.TemporaryDirectory(prefix=f"vdbguard-bench-{engine}-") as tmp:

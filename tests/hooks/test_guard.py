@@ -223,6 +223,14 @@ def test_qdrant_fails_closed_and_names_the_record(qdrant: Any) -> None:
     nan_input = [models.PointStruct(id=5, vector=[float("nan")] * 8)]
     with pytest.raises(RecordError, match="NaN"):
         guard(qdrant, Offset(1.0)).upsert("plain", nan_input)
+    for transform, problem in ((FailsOnPoison(1.0), "cannot protect this row"), (NanOnPoison(1.0), "NaN")):
+        with pytest.raises(RecordError, match=problem) as raised:  # numpy in, numpy out: checked alike
+            guard(qdrant, transform).upload_collection("plain", vectors=bad, ids=[20, 21, 22], wait=True)
+        assert raised.value.record_id == "21" and raised.value.field == "vector"
+    bad[2, 3] = float("inf")
+    with pytest.raises(RecordError, match="infinite") as raised:
+        guard(qdrant, Offset(1.0)).upload_collection("plain", vectors=bad, ids=[30, 31, 32], wait=True)
+    assert raised.value.record_id == "32"
     assert qdrant.count("plain").count == before  # nothing of the failed calls was written
 
 

@@ -94,6 +94,16 @@ class GuardedQdrant(GuardedProxy):
         vectors = a["vectors"]
         ids = list(a["ids"]) if a.get("ids") is not None else None
         payload = list(a["payload"]) if a.get("payload") is not None else None
+        if ids is not None:
+            a["ids"] = ids  # iterators the guard has read go on as the lists it read them into
+        if payload is not None:
+            a["payload"] = payload
+        if isinstance(vectors, np.ndarray) and vectors.ndim == 2 and not self.protector.policy.selective:
+            if ids is not None and len(ids) != len(vectors):
+                raise VdbguardError(f"upload_collection got {len(ids)} ids for {len(vectors)} vectors")
+            record_ids = [str(i) for i in ids] if ids is not None else [f"#{i}" for i in range(len(vectors))]
+            a["vectors"] = self.protector.protect_matrix(vectors, record_ids)  # numpy in, numpy out
+            return
         if isinstance(vectors, Mapping):
             columns = {name: list(column) for name, column in vectors.items()}
             count = len(next(iter(columns.values()), []))
@@ -113,10 +123,6 @@ class GuardedQdrant(GuardedProxy):
             a["vectors"] = {name: np.asarray([row[name] for row in new_rows], dtype=np.float32) for name in vectors}
         else:
             a["vectors"] = [as_list(v) for v in new_rows]
-        if ids is not None:
-            a["ids"] = ids
-        if payload is not None:
-            a["payload"] = payload
 
     def _operations(self, a: dict[str, Any]) -> None:
         from qdrant_client import models
