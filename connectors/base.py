@@ -97,6 +97,13 @@ class Connector(ABC):
         self.close()
 
 
+def run_starts(names: Sequence[str], count: int) -> list[int]:
+    """Where each of at most ``count`` near-equal runs of ``names`` begins: a store's namespaces (tenants,
+    partitions) in the order a scan reads them, one share per run."""
+    shares = max(1, min(count, len(names)))
+    return [len(names) * i // shares for i in range(shares)]
+
+
 def key_partitions(starts: Sequence[str | None]) -> list[Partition]:
     """One share per start key, each read up to the next share's start (the last to the end), so a record
     written while the scan runs is read by exactly one share."""

@@ -19,7 +19,7 @@ import grpc
 import httpx
 import numpy as np
 import weaviate
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
+from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions, run_starts
 from vdbguard.connectors.support import StoreCalls, Tls, certificate_refused, http_status_is_transient, metric_name
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
@@ -426,12 +426,8 @@ class WeaviateConnector(StoreCalls, Connector):
         """Runs of tenants (one shard each), in the order a scan reads them; a collection without tenants is
         one share."""
         tenants = [t for t in self._active_shards(self._config(), "reading") if t is not None]
-        shares = min(count, len(tenants))
-        if shares < 2:
-            return [Partition()]
-        firsts = [tenants[len(tenants) * i // shares] for i in range(shares)]
-        starts = [json.dumps({"tenant": tenant, "after": None}) for tenant in firsts]
-        return key_partitions(starts)
+        firsts = run_starts(tenants, count)
+        return key_partitions([None, *(json.dumps({"tenant": tenants[k], "after": None}) for k in firsts[1:])])
 
     def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
         """The share's tenants: from its first up to the next share's first (a batch never spans two)."""
