@@ -48,6 +48,17 @@ def _matrix(vectors: list[Any], to_matrix: bool) -> None:
         np.array(vectors, dtype=np.float32)
 
 
+def _scrolled(scroll: Callable[[Any], tuple[Any, Any]], to_matrix: bool) -> int:
+    """Every page of a Qdrant scroll (points, next offset), from the start until the offset runs out."""
+    n, offset = 0, None
+    while True:
+        points, offset = scroll(offset)
+        _matrix([p.vector for p in points], to_matrix)
+        n += len(points)
+        if offset is None:
+            return n
+
+
 def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -> None:
     with connector:
         connector.ensure_collection(records[0].vector.size, metric)
@@ -104,15 +115,10 @@ def qdrant_edge_store() -> Store:
     def raw(ctx: dict, to_matrix: bool) -> int:
         shard_dir = next(p for p in Path(ctx["path"]).rglob("edge_config.json")).parent
         shard = qdrant_edge.EdgeShard.load(str(shard_dir))
-        n, offset = 0, None
-        while True:
-            request = qdrant_edge.ScrollRequest(offset=offset, limit=PAGE, with_payload=True, with_vector=True)
-            points, offset = shard.scroll(request)
-            _matrix([p.vector for p in points], to_matrix)
-            n += len(points)
-            if offset is None:
-                shard.close() if hasattr(shard, "close") else None
-                return n
+        request = functools.partial(qdrant_edge.ScrollRequest, limit=PAGE, with_payload=True, with_vector=True)
+        n = _scrolled(lambda offset: shard.scroll(request(offset=offset)), to_matrix)
+        shard.close()
+        return n
 
     def connector(ctx: dict, snapshot: bool) -> Any:
         return QdrantEdgeConnector(collection="bench", path=ctx["path"], snapshot=snapshot)
@@ -130,14 +136,10 @@ def qdrant_local_store() -> Store:
 
     def raw(ctx: dict, to_matrix: bool) -> int:
         client = QdrantClient(path=ctx["path"])
-        n, offset = 0, None
-        while True:
-            points, offset = client.scroll("bench", limit=PAGE, offset=offset, with_payload=True, with_vectors=True)
-            _matrix([p.vector for p in points], to_matrix)
-            n += len(points)
-            if offset is None:
-                client.close()
-                return n
+        request = functools.partial(client.scroll, "bench", limit=PAGE, with_payload=True, with_vectors=True)
+        n = _scrolled(lambda offset: request(offset=offset), to_matrix)
+        client.close()
+        return n
 
     def connector(ctx: dict, snapshot: bool) -> Any:
         return QdrantConnector(collection="bench", path=ctx["path"], snapshot=snapshot)

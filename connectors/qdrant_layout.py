@@ -266,15 +266,20 @@ class PointsConnector(StoreCalls, Connector):
         """Runs of point ids in Qdrant's id order, planned from one pass over the ids alone; each share reads
         up to the next share's first id, so a point written meanwhile is read by exactly one share."""
         handle, _ = self._reading()
-        ids: list[Any] = []
-        offset: Any = None
-        while True:
+        total = self._count(handle)
+        shares = max(1, min(count, total))
+        firsts = {total * i // shares for i in range(1, shares)}  # positions in id order; only those are kept
+        starts: list[str | None] = [None]
+        position, offset = 0, None
+        while len(starts) < shares:
             points, offset = self._scroll(handle, offset, 10_000, content=False)
-            ids += [p.id for p in points]
+            for point in points:
+                if position in firsts:
+                    starts.append(encode_cursor(point.id))
+                position += 1
             if offset is None:
-                break
-        shares = max(1, min(count, len(ids)))
-        return key_partitions([None, *(encode_cursor(ids[len(ids) * i // shares]) for i in range(1, shares))])
+                break  # points deleted since the count: fewer shares
+        return key_partitions(starts)
 
     def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
         done, stop = decode_cursor(partition.until)

@@ -376,14 +376,15 @@ class _BatchRun:
         fresh, carried, unsampled = [], [], []
         for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
             seen = known.get(record_id)
-            current = seen is not None and seen.verdict_key == self.run.key and seen.digest == digest
-            kind = classify(
-                record_id,
-                committed=seen is not None and seen.run_id == self.run.id,
-                current=current and not (seen.deep_pending and self._deep_budget_left()),
-                run_id=self.run.id,
-                sample=self.sample,
+            committed = seen is not None and seen.run_id == self.run.id
+            current = (
+                not committed
+                and seen is not None
+                and seen.verdict_key == self.run.key
+                and seen.digest == digest
+                and not (seen.deep_pending and self._deep_budget_left())
             )
+            kind = classify(record_id, committed=committed, current=current, run_id=self.run.id, sample=self.sample)
             if kind == CARRIED:
                 carried.append(record_id)
             elif kind == UNSAMPLED:
