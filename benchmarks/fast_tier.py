@@ -1,13 +1,19 @@
-"""What sets the fast tier's rate (issue #14): the same first scan over four kinds of collection.
+"""What sets the fast tier's rate (issue #14): the same first scan over five kinds of collection.
 
-    python benchmarks/fast_tier.py --records 10000
+    python benchmarks/fast_tier.py --records 10000 [--kinds text,random,real,repeated,stored]
 
-Each collection is an embedded LanceDB table of ``--records`` 384-d vectors: random vectors with a short
-distinct text in the payload (as ``benchmarks/export.py`` writes them), the same without text, MiniLM vectors of
-that many distinct real sentences (shared/tools/real-text) and MiniLM vectors of 500 real sentences repeated
-with a little noise (as ``benchmarks/rescan.py`` writes them at scale). Each is scanned in-process (fast tier,
-profile small, pages of 1,000, calibration off) once to warm the models, then timed; the PII detector's
-share is timed around ``PresidioDetector.detect_many`` with the number of texts it read. Prints one table.
+Each collection is an embedded LanceDB table of ``--records`` 384-d vectors:
+- ``text``: random vectors with a short distinct text in the payload (as ``benchmarks/export.py`` writes them);
+- ``random``: the same without text;
+- ``real``: MiniLM vectors of that many distinct real sentences (shared/tools/real-text), no text;
+- ``repeated``: MiniLM vectors of 500 real sentences repeated with a little noise (as ``benchmarks/rescan.py``
+  writes them at scale), no text;
+- ``stored``: as a RAG store keeps them, MiniLM vectors of distinct real sentences, each stored beside its
+  vector (at most 50,000 records).
+Each is scanned in-process (fast tier, profile small, pages of 1,000, calibration off) once to warm the models,
+then timed with the PII detector in one process and in as many as ``detector_cores()`` gives (each timed scan
+starts its own workers); the detector's share is timed around the scan's ``detect_many`` calls, with the number
+of texts it read. Prints one table.
 """
 
 from __future__ import annotations
@@ -21,13 +27,24 @@ from pathlib import Path
 import numpy as np
 from common import bench_parser
 from export import make_records
-from rescan import base_vectors, write
+from rescan import base_vectors, real_lines, write
 from vdbguard.connectors.lancedb import LanceDBConnector
 
 from vdbguard.detectors.presidio import PresidioDetector
+from vdbguard.detectors.shared import ProcessSharedDetector, detector_cores
 from vdbguard.embedders import Embedder
+from vdbguard.records import VectorRecord
+from vdbguard.scan import run as run_module
 from vdbguard.scan.owner import OFF
 from vdbguard.scan.run import scan_collection
+
+KINDS = {
+    "text": "random, text in payload",
+    "random": "random, no text",
+    "real": "real, distinct",
+    "repeated": "real, 500 repeated",
+    "stored": "real, the sentence in payload",
+}
 
 
 def fill(path: Path, kind: str, n: int, work: Path) -> None:
@@ -38,29 +55,52 @@ def fill(path: Path, kind: str, n: int, work: Path) -> None:
             if kind == "random, no text":
                 records = [dataclasses.replace(r, text=None) for r in records]
             connector.upsert(records)
+        elif kind == KINDS["stored"]:
+            lines = real_lines(n, work)
+            vectors = Embedder().encode(lines)
+            pairs = enumerate(zip(vectors, lines, strict=True))
+            connector.upsert([VectorRecord(id=f"doc-{i:07d}", vector=v, text=t) for i, (v, t) in pairs])
         else:
             write(connector, base_vectors(n if kind == "real, distinct" else 500, work), np.arange(n), seed=0)
 
 
 def timed_detector() -> tuple[dict[str, float], Callable[[], None]]:
-    """Seconds in ``detect_many`` and texts it read, from here on; and a way to put the method back."""
-    plain, spent = PresidioDetector.detect_many, {"seconds": 0.0, "texts": 0}
+    """Seconds in the scan's ``detect_many`` calls and texts they read, from here on; and a way to put the
+    methods back. Counted once per scan call, whether one process or several detected."""
+    patched = (PresidioDetector, ProcessSharedDetector)
+    plain = {cls: cls.detect_many for cls in patched}
+    spent, depth = {"seconds": 0.0, "texts": 0}, [0]
 
-    def detect_many(self: PresidioDetector, texts: Sequence[str]) -> list:
-        started = time.perf_counter()
-        try:
-            return plain(self, texts)
-        finally:
-            spent["seconds"] += time.perf_counter() - started
-            spent["texts"] += len(texts)
+    def timed(cls: type) -> Callable[..., list]:
+        def detect_many(self: object, texts: Sequence[str]) -> list:
+            depth[0] += 1
+            started = time.perf_counter()
+            try:
+                return plain[cls](self, texts)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    spent["seconds"] += time.perf_counter() - started
+                    spent["texts"] += len(texts)
 
-    PresidioDetector.detect_many = detect_many  # type: ignore[method-assign]
-    return spent, lambda: setattr(PresidioDetector, "detect_many", plain)
+        return detect_many
+
+    def restore() -> None:
+        for cls, method in plain.items():
+            cls.detect_many = method  # type: ignore[method-assign]
+
+    for cls in patched:
+        cls.detect_many = timed(cls)  # type: ignore[method-assign]
+    return spent, restore
 
 
 def main() -> None:
-    options = bench_parser(__doc__, records=10_000).parse_args()
-    kinds = ("random, text in payload", "random, no text", "real, distinct", "real, 500 repeated")
+    parser = bench_parser(__doc__, records=10_000)
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
+    options = parser.parse_args()
+    kinds = [KINDS[key] for key in options.kinds.split(",")]
+    if KINDS["stored"] in kinds and options.records > 50_000:
+        parser.error("the stored-text collection holds distinct real sentences: at most 50,000 records")
     embedder, rows = Embedder(), []
     with tempfile.TemporaryDirectory(prefix="vdbguard-fast-tier-") as tmp:
         for number, kind in enumerate(kinds):
@@ -76,18 +116,20 @@ def main() -> None:
                 return report.summary.records_scanned
 
             scan()
-            spent, restore = timed_detector()
-            started = time.perf_counter()
-            assert scan() == options.records
-            seconds = time.perf_counter() - started
-            restore()
-            rows.append((kind, seconds, spent["seconds"], spent["texts"]))
+            for processes in (1, detector_cores()):
+                run_module.detector_cores = lambda processes=processes: processes  # type: ignore[misc]
+                spent, restore = timed_detector()
+                started = time.perf_counter()
+                assert scan() == options.records
+                seconds = time.perf_counter() - started
+                restore()
+                rows.append((kind, processes, seconds, spent["seconds"], spent["texts"]))
     print(f"\n{options.records:,} records a collection, fast tier, profile small, models warm\n")
-    print("| collection | scan (s) | records/s | PII detector (s) | share | texts the detector read |")
-    print("|---|---|---|---|---|---|")
-    for kind, seconds, detector, texts in rows:
+    print("| collection | detector processes | scan (s) | records/s | PII detector (s) | share | texts it read |")
+    print("|---|---|---|---|---|---|---|")
+    for kind, processes, seconds, detector, texts in rows:
         rate, share = options.records / seconds, detector / seconds
-        print(f"| {kind} | {seconds:.1f} | {rate:,.0f} | {detector:.1f} | {share:.0%} | {texts:,} |")
+        print(f"| {kind} | {processes} | {seconds:.1f} | {rate:,.0f} | {detector:.1f} | {share:.0%} | {texts:,} |")
 
 
 if __name__ == "__main__":

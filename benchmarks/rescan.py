@@ -30,11 +30,15 @@ REAL_TEXT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-tex
 CHUNK = 50_000
 
 
-def base_vectors(n: int, workdir: Path) -> np.ndarray:
+def real_lines(n: int, workdir: Path) -> list[str]:
+    """The first ``n`` sentences of ``shared/tools/real-text`` (about 57,000 in all)."""
     corpus = workdir / "real.txt"
     subprocess.run([str(REAL_TEXT), str(corpus)], check=True, capture_output=True)
-    lines = [line for line in corpus.read_text().splitlines() if line.strip()][:n]
-    return Embedder().encode(lines)
+    return [line for line in corpus.read_text().splitlines() if line.strip()][:n]
+
+
+def base_vectors(n: int, workdir: Path) -> np.ndarray:
+    return Embedder().encode(real_lines(n, workdir))
 
 
 def noisy(base: np.ndarray, ids: np.ndarray, seed: int) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from vdbguard.connectors.support import (
 
 from vdbguard.credentials import redact_url
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, PartialWriteError, VdbguardError
-from vdbguard.records import Batch, Columns, VectorRecord
+from vdbguard.records import Batch, Columns, VectorRecord, payload_bytes
 
 _CURSOR = re.compile(r"offset:(\d+)")
 _INCLUDE: Any = ["embeddings", "documents", "metadatas"]
@@ -244,7 +243,7 @@ class ChromaConnector(StoreCalls, Connector):
                 id=ids[i], vector=vector, payload=payloads[i], text=texts[i], collection=self.collection_name
             )
 
-        stored = [json.dumps(payload, sort_keys=True, default=str).encode() for payload in payloads]
+        stored = [payload_bytes(payload) for payload in payloads]
         return Columns(ids, matrix, present, stored, texts, record)
 
     def delete(self, ids: Sequence[str]) -> None:

@@ -15,7 +15,7 @@ from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_p
 from vdbguard.connectors.support import StoreCalls, metric_name, store_metric
 
 from vdbguard.errors import ConnectorError, PartialWriteError, RecordError, VdbguardError
-from vdbguard.records import Batch, Columns, VectorRecord
+from vdbguard.records import Batch, Columns, VectorRecord, payload_bytes
 
 UPSERT_CHUNK = 256
 _DISTANCES = {"cosine": "Cosine", "l2": "Euclid", "ip": "Dot"}  # vdbguard metric -> Qdrant distance
@@ -101,7 +101,7 @@ class VectorLayout:
         def record(i: int) -> VectorRecord:
             return VectorRecord(id=ids[i], vector=matrix[i], payload=payloads[i], collection=collection)
 
-        stored = [json.dumps(payload, sort_keys=True, default=str).encode() for payload in payloads]
+        stored = [payload_bytes(payload) for payload in payloads]
         present = np.ones(len(points), dtype=bool)
         return Batch(None, cursor, Columns(ids, matrix, present, stored, [None] * len(points), record))
 

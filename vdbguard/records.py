@@ -74,10 +74,15 @@ def row_digest(record_id: str, vector: np.ndarray | None, payload: bytes, text: 
     return h.digest()
 
 
+def payload_bytes(payload: dict[str, Any]) -> bytes:
+    """A payload as a digest reads it: sorted JSON. A columnar page that keeps the store's own dicts passes this
+    as its stored payload, so its rows digest exactly as their records would."""
+    return json.dumps(payload, sort_keys=True, default=str).encode()
+
+
 def record_digest(record: VectorRecord) -> bytes:
-    """The digest of a record built in Python: the payload serialised as sorted JSON."""
-    payload = json.dumps(record.payload, sort_keys=True, default=str).encode()
-    return row_digest(record.id, record.vector, payload, record.text)
+    """The digest of a record built in Python."""
+    return row_digest(record.id, record.vector, payload_bytes(record.payload), record.text)
 
 
 @dataclass(frozen=True)

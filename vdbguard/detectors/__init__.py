@@ -10,5 +10,12 @@ __all__ = ["DEFAULT_DETECTOR", "Detection", "Detector", "load_detector"]
 DEFAULT_DETECTOR = "presidio"
 
 
-def load_detector(name: str = DEFAULT_DETECTOR) -> Detector:
-    return plugins.load("detectors", name)()
+def load_detector(name: str = DEFAULT_DETECTOR, processes: int = 1) -> Detector:
+    """The detector plugin ``name``; with ``processes`` > 1, its batches are shared with worker processes once
+    a scan proves big (see ``ProcessSharedDetector``)."""
+    detector = plugins.load("detectors", name)()
+    if processes <= 1:
+        return detector
+    from vdbguard.detectors.shared import ProcessSharedDetector
+
+    return ProcessSharedDetector(detector, processes)

@@ -22,6 +22,7 @@ class Detection:
 
 class Detector(ABC):
     name: ClassVar[str]
+    version: ClassVar[int] = 1  # raised when a text can get other detections: verdicts keyed on it are redone
     max_chars: ClassVar[int | None] = None  # read per text; the rest is not examined
 
     @abstractmethod

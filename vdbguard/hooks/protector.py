@@ -141,10 +141,7 @@ class Protector:
         numpy gets numpy back, with no per-record object on the way (the write path's cost is the transform's)."""
         if self.policy.selective:
             raise VdbguardError("protect_matrix protects every row; a selective policy goes through protect()")
-        rows = np.asarray(matrix, dtype=np.float32)
-        finite = np.isfinite(rows).all(axis=1)
-        if not finite.all():
-            raise RecordError(record_ids[int(np.flatnonzero(~finite)[0])], label, "contains NaN or infinite values")
+        rows = _finite(np.asarray(matrix, dtype=np.float32), label, record_ids.__getitem__)
         self.policy.decide([Candidate(record_id) for record_id in record_ids])
         return self._apply(rows, [(record_id, 1) for record_id in record_ids], label)
 
@@ -325,10 +322,14 @@ def _matrix(items: Sequence[Item], label: str, members: list[int], values: list[
         return None
     if matrix.ndim != 2 or matrix.shape[1] == 0:
         return None
+    return _finite(matrix, label, lambda row: items[members[row]].record_id)
+
+
+def _finite(matrix: np.ndarray, label: str, record_id: Callable[[int], str]) -> np.ndarray:
+    """``matrix``, or a RecordError naming the record of its first row that holds NaN or an infinity."""
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
-        bad = members[int(np.flatnonzero(~finite)[0])]
-        raise RecordError(items[bad].record_id, label, "contains NaN or infinite values")
+        raise RecordError(record_id(int(np.flatnonzero(~finite)[0])), label, "contains NaN or infinite values")
     return matrix
 
 

@@ -125,7 +125,7 @@ class Scanner:
         """Everything in this scanner that changes a verdict, for the state's key."""
         return {
             "attacks": [(a.name, a.version, round(a.threshold, 6), sorted(a.metrics().items())) for a in self.attacks],
-            "detector": type(self.detector).__name__,
+            "detector": [self.detector.name, self.detector.version],
             "dimension": self.dimension,
             "masked": self.mask_pii,
             "verdict": None if self.verdict is None else sorted((str(k), v) for k, v in self.verdict.cutoffs.items()),

@@ -57,7 +57,7 @@ def packaged_verdict(
     identity = {
         "version": VERSION,
         "attacks": [(a.name, a.version, a.threshold) for a in attacks],
-        "detector": type(detector).__name__,
+        "detector": [detector.name, detector.version],
         "training": training_digest,
         "calibration": corpus_hash(corpus),
         "target_fpr": target_fpr,

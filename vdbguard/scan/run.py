@@ -20,6 +20,7 @@ from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
+from vdbguard.detectors.shared import detector_cores
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
@@ -144,6 +145,7 @@ def scan_collection(
                 policy,
                 batch_size,
                 progress,
+                detector_processes=1 if executor is not None else detector_cores(),
             )
         )
         return built["scanner"]
@@ -255,6 +257,7 @@ def _build_scanner(
     policy: FindingPolicy | None,
     batch_size: int,
     progress: ProgressSink | None,
+    detector_processes: int = 1,
 ) -> dict[str, Any]:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
@@ -270,7 +273,7 @@ def _build_scanner(
         dimension = embedder.dimension
         identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
     attacks = trained_attacks(model, attack_names, profile=settings, progress=progress)
-    pii_detector = load_detector(detector)
+    pii_detector = load_detector(detector, processes=detector_processes)
     calibrated = owner_calibration(
         connector,
         attacks,

@@ -1,0 +1,61 @@
+"""PII detection shared with worker processes finds exactly what one process finds, and survives a dead worker."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from vdbguard.corpus import human_sentences, synthetic_pii
+from vdbguard.detectors import load_detector
+from vdbguard.detectors.presidio import WINDOW, PresidioDetector
+from vdbguard.detectors.shared import CHUNK, ProcessSharedDetector
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    found = [item.text for item in synthetic_pii(160, seed=5)] + human_sentences("holdout")[:120]
+    return [*found, "", "born 12/03/1981 ssn 078-05-1120\nJane Roe, 555-0100", "Zoë Ñúñez é 😀 " * 3, "x" * WINDOW * 2]
+
+
+def ready(shared: ProcessSharedDetector) -> ProcessSharedDetector:
+    shared.detect_many(["start the workers"])
+    for worker in shared._workers:
+        assert worker.ready.wait(timeout=120), "the worker never reported ready"
+    return shared
+
+
+def test_workers_find_what_one_process_finds_in_order(texts: list[str]) -> None:
+    shared = ready(ProcessSharedDetector(PresidioDetector(), processes=2, start_after=0))
+    try:
+        expected = shared.detector.detect_many(texts)
+        answered = shared._workers[0].detect(texts[:CHUNK])  # what crosses the pipe decodes to the same
+        assert answered == expected[:CHUNK]
+        assert shared.detect_many(texts) == expected
+        assert shared.detect_many(texts[::-1]) == expected[::-1]
+        assert sum(map(bool, expected)) > 100
+    finally:
+        shared.close()
+    assert all(worker.process.poll() is not None for worker in shared._workers)  # closing ends them
+
+
+def test_a_dead_worker_costs_no_result(texts: list[str]) -> None:
+    shared = ready(ProcessSharedDetector(PresidioDetector(), processes=2, start_after=0))
+    try:
+        expected = shared.detector.detect_many(texts)
+        shared._workers[0].process.kill()
+        shared._workers[0].process.wait()
+        assert shared.detect_many(texts) == expected
+        assert not shared._workers[0].alive
+        assert shared.detect_many(texts) == expected  # and from then on, in this process
+    finally:
+        shared.close()
+
+
+def test_small_scans_start_no_worker_and_the_pickle_is_the_plain_detector(texts: list[str]) -> None:
+    shared = load_detector(processes=2)
+    assert isinstance(shared, ProcessSharedDetector)
+    shared.detect_many(texts[: CHUNK * 2])
+    assert shared._workers == []  # under start_after: a small scan never pays a worker's start
+    assert type(pickle.loads(pickle.dumps(shared))) is PresidioDetector
+    assert (shared.name, shared.version) == (PresidioDetector.name, PresidioDetector.version)
