@@ -173,6 +173,7 @@ def pgvector_store() -> Store:
     """A throwaway PostgreSQL server with pgvector (``scripts/pgvector-server.sh``, as the tests start it)."""
     import psycopg
     from pgvector.psycopg import register_vector
+    from psycopg import sql
     from vdbguard.connectors.pgvector import PgvectorConnector
 
     from tests.connectors.contract.backend_pgvector import PgvectorServer
@@ -182,6 +183,14 @@ def pgvector_store() -> Store:
     atexit.register(server.stop)
 
     def fill(root: Path, records: list[VectorRecord]) -> dict:
+        with PgvectorConnector(collection="bench", url=server.url()) as connector:
+            connector.ensure_collection(records[0].vector.size, "cosine")
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            # without its HNSW index: building one over 100,000 × 384-d rows took PostgreSQL over 9 minutes, and
+            # neither way of reading here uses it (both page by the primary key)
+            for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'bench'").fetchall():
+                if index != "bench_pkey":
+                    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
         _fill(PgvectorConnector(collection="bench", url=server.url()), records)
         return {"url": server.url()}
 
