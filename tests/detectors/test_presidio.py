@@ -80,3 +80,26 @@ def test_the_gazetteer_by_set_lookup_matches_presidios_own_deny_list() -> None:
     found = [spans(ours, text) for text in texts]
     assert found == [spans(presidio, text) for text in texts]
     assert sum(map(len, found)) > 100
+
+
+def test_the_gazetteer_kept_on_disk_is_the_one_computed() -> None:
+    from vdbguard.detectors.presidio import _gazetteer_names
+
+    assert name_gazetteer() == _gazetteer_names()
+    assert {"jennifer", "garcia"} <= name_gazetteer() and "will" not in name_gazetteer()
+
+
+def test_the_detector_skips_transformers_pipelines_and_leaves_them_importable() -> None:
+    """Presidio's import of transformers' pipelines is 2.6 s of a scan's start for an engine vdbguard never runs."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys, transformers\n"
+        "from vdbguard.detectors.presidio import PresidioDetector\n"
+        "assert PresidioDetector().detect('Call Jane Roe at 555-0100')\n"
+        "assert 'transformers.pipelines' not in sys.modules\n"
+        "from transformers import pipeline\n"
+        "assert 'transformers.pipelines' in sys.modules and callable(pipeline)\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=300)

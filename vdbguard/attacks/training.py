@@ -14,15 +14,15 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 from vdbguard.attacks import Attack, load_attack_class
-from vdbguard.cache import cache_root, cached_json
+from vdbguard.cache import cache_root
 from vdbguard.corpus import LabelledText, build_corpus, corpus_hash
 from vdbguard.corpus.embedded import embed_corpus
+from vdbguard.corpus.labelled import cached_corpus_hash
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.transforms.base import Transform
@@ -71,23 +71,7 @@ def training_digest(profile: TrainingProfile | str) -> str:
     the corpus is built from (the corpus code, the packaged real text, Faker and chatterbot-corpus).
     """
     profile = PROFILES[profile] if isinstance(profile, str) else profile
-    cached = cache_root() / "corpus-digests" / f"{_corpus_sources_digest(profile)}.json"
-    return cached_json(cached, lambda: corpus_hash(_profile_corpus(profile)))
-
-
-@functools.cache
-def _corpus_sources_digest(profile: TrainingProfile) -> str:
-    import vdbguard.corpus
-    import vdbguard.data
-
-    digest = hashlib.sha256(repr(profile).encode())
-    code = Path(vdbguard.corpus.__file__).parent
-    data = Path(vdbguard.data.__path__[0])
-    for file in (*sorted(code.glob("*.py")), *sorted(f for f in data.iterdir() if f.is_file())):
-        digest.update(file.name.encode() + file.read_bytes())
-    for package in ("faker", "chatterbot-corpus"):
-        digest.update(f"{package}=={metadata.version(package)}".encode())
-    return digest.hexdigest()[:24]
+    return cached_corpus_hash(repr(profile), lambda: _profile_corpus(profile))
 
 
 def _defense_key(defense: Transform) -> str:

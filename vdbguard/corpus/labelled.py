@@ -6,16 +6,22 @@ spaCy to do so.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from importlib import metadata
+from pathlib import Path
+from typing import Literal, TypeVar
 
+from vdbguard.cache import cache_root, cached_json
 from vdbguard.pii import PiiType
 
 Source = Literal["synthetic-pii", "synthetic-clean", "human", "real-pii", "real-clean", "user"]
 Split = Literal["train", "holdout"]
+
+T = TypeVar("T")
 
 DEFAULT_LOCALES: tuple[str, ...] = ("en_US", "en_GB", "en_CA", "en_AU", "en_IE")
 
@@ -43,3 +49,30 @@ def corpus_hash(items: Sequence[LabelledText]) -> str:
     payload = [[it.text, sorted(p.value for p in it.pii), it.source] for it in items]
     blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def cached_corpus_hash(key: str, corpus: Callable[[], Sequence[LabelledText]]) -> str:
+    """``corpus_hash(corpus())``, kept on disk under ``key``: a scan never rebuilds a corpus only to hash it."""
+    return cached_from_corpus(f"hash-{key}", lambda: corpus_hash(corpus()))
+
+
+def cached_from_corpus(key: str, compute: Callable[[], T]) -> T:
+    """``compute()``'s JSON value, kept on disk under ``key`` and everything a corpus is built from (the corpus
+    code, the packaged data, Faker, chatterbot-corpus and spaCy), so a change to any of them recomputes it."""
+    name = hashlib.sha256(f"{key}|{_corpus_sources_digest()}".encode()).hexdigest()[:24]
+    return cached_json(cache_root() / "corpus-digests" / f"{name}.json", compute)
+
+
+@functools.cache
+def _corpus_sources_digest() -> str:
+    import vdbguard.corpus
+    import vdbguard.data
+
+    digest = hashlib.sha256()
+    code = Path(vdbguard.corpus.__file__).parent
+    data = Path(vdbguard.data.__path__[0])
+    for file in (*sorted(code.glob("*.py")), *sorted(f for f in data.iterdir() if f.is_file())):
+        digest.update(file.name.encode() + file.read_bytes())
+    for package in ("faker", "chatterbot-corpus", "spacy"):
+        digest.update(f"{package}=={metadata.version(package)}".encode())
+    return digest.hexdigest()[:24]

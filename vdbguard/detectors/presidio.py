@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from vdbguard.data.medical import CONDITIONS, DRUGS
@@ -45,8 +49,17 @@ def name_gazetteer() -> frozenset[str]:
     """Lower-cased first and last names from every Faker locale (ASCII spellings), minus ordinary English words.
 
     Inversion output is lower-case word soup, where spaCy's NER sees no names; a closed list does.
-    Names that are also common words ("will", "young") would flag clean text, so they are dropped.
+    Names that are also common words ("will", "young") would flag clean text, so they are dropped. Kept on
+    disk (0.6 s of every scan's and every detector worker's start), keyed by this module and the corpus's
+    sources.
     """
+    from vdbguard.corpus.labelled import cached_from_corpus
+
+    module = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return frozenset(cached_from_corpus(f"name-gazetteer-{module}", lambda: sorted(_gazetteer_names())))
+
+
+def _gazetteer_names() -> frozenset[str]:
     import importlib
     import pkgutil
 
@@ -124,11 +137,28 @@ def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: f
     return WordListRecognizer(supported_entities=[entity], name=name)
 
 
+@contextlib.contextmanager
+def _absent(module: str) -> Iterator[None]:
+    """``module`` unimportable for the block, unless it is already loaded. Presidio imports transformers'
+    pipelines (2.6 s of a scan's start) for its Hugging Face engine, which vdbguard never uses, and treats
+    the ImportError as "not installed"; anything imported after the block gets the real module."""
+    if module in sys.modules:
+        yield
+        return
+    sys.modules[module] = None  # type: ignore[assignment]  # None: an import of it raises ImportError
+    try:
+        yield
+    finally:
+        if module in sys.modules and sys.modules[module] is None:
+            del sys.modules[module]
+
+
 @lru_cache(maxsize=1)
 def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
     """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does)."""
-    from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer
-    from presidio_analyzer.nlp_engine import NlpEngineProvider
+    with _absent("transformers.pipelines"):
+        from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer
+        from presidio_analyzer.nlp_engine import NlpEngineProvider
 
     _offline_tldextract()
     try:

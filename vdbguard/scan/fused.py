@@ -16,9 +16,10 @@ from pathlib import Path
 
 from vdbguard.attacks import Attack
 from vdbguard.cache import cache_root, write_json_atomic
-from vdbguard.corpus import corpus_hash
+from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii
+from vdbguard.corpus.labelled import cached_corpus_hash
 from vdbguard.corpus.real import real_corpus
 from vdbguard.detectors.base import Detector
 from vdbguard.embedders import Embedder
@@ -49,23 +50,27 @@ def packaged_verdict(
     attacks get a refitted verdict.
     """
     templated = records // 3
-    corpus = [
-        *real_corpus(records, records, seed=0, split="calibration"),
-        *synthetic_pii(templated, seed=derive_seed(0, "verdict")),
-        *synthetic_clean(templated, seed=derive_seed(0, "verdict")),
-    ]
+
+    def calibration_corpus() -> list[LabelledText]:
+        return [
+            *real_corpus(records, records, seed=0, split="calibration"),
+            *synthetic_pii(templated, seed=derive_seed(0, "verdict")),
+            *synthetic_clean(templated, seed=derive_seed(0, "verdict")),
+        ]
+
     identity = {
         "version": VERSION,
         "attacks": [(a.name, a.version, a.threshold) for a in attacks],
         "detector": [detector.name, detector.version],
         "training": training_digest,
-        "calibration": corpus_hash(corpus),
+        "calibration": cached_corpus_hash(f"verdict-{records}", calibration_corpus),
         "target_fpr": target_fpr,
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     path = (cache_dir or cache_root()) / "models" / embedder.fingerprint / f"verdict-{key}.json"
     if path.exists():
         return StackedVerdict.from_json(json.loads(path.read_text()))
+    corpus = calibration_corpus()
     embeddings = embed_corpus(embedder, corpus, progress, cache_dir)
     vectors = [VectorRecord(id=str(i), vector=v) for i, v in enumerate(embeddings)]
     with (progress or Silent()).task("Fitting the verdict on held-out real text", None):
