@@ -119,6 +119,20 @@ def test_rescan_with_state_carries_unchanged_records_over(scan_args, tmp_path: P
     assert (tmp_path / "c" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
 
 
+def test_another_detector_version_re_attacks_what_the_state_holds(
+    scan_args, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A detector that labels differently changes verdicts: none of the old ones may be carried over."""
+    from vdbguard.detectors.presidio import PresidioDetector
+
+    state = tmp_path / "state.sqlite"
+    run(*scan_args, "--out", str(tmp_path / "a"), "--state", str(state), "--fail-on", "never")
+    monkeypatch.setattr(PresidioDetector, "version", PresidioDetector.version + 1)
+    code, output = run(*scan_args, "--out", str(tmp_path / "b"), "--state", str(state), "--fail-on", "never")
+    assert code == 0, output
+    assert "attacked 120 new or changed records, carried 0 over" in output
+
+
 def test_spooled_findings_reach_every_report_and_the_re_render_as_held_ones(
     scan_args, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from vdbguard import plugins
 from vdbguard.detectors.base import Detection, Detector
 
-__all__ = ["DEFAULT_DETECTOR", "Detection", "Detector", "load_detector"]
+__all__ = ["DEFAULT_DETECTOR", "Detection", "Detector", "detector_identity", "load_detector"]
 
 DEFAULT_DETECTOR = "presidio"
+
+
+def detector_identity(name: str = DEFAULT_DETECTOR) -> list[str | int]:
+    """The plugin's name and version, for keys on what a detector's labels decide (verdicts, calibrations)."""
+    return [name, plugins.load("detectors", name).version]
 
 
 def load_detector(name: str = DEFAULT_DETECTOR, processes: int = 1) -> Detector:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks
 from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import Connector
 from vdbguard.credentials import redact_location
-from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
+from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
 from vdbguard.detectors.shared import detector_cores
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
@@ -106,7 +107,7 @@ def scan_collection(
     safe_location = redact_location(location)
     target = target_key(connector_name, safe_location, info.name)
     calibration, persisted = _calibration_in_state(
-        calibration if embedder else replace(calibration, mode="on"), state_path, target
+        calibration if embedder else replace(calibration, mode="on"), state_path, target, detector
     )
     settings = PROFILES[profile] if isinstance(profile, str) else profile
     key = verdict_key(
@@ -118,7 +119,7 @@ def scan_collection(
                 (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in attack_names
             ],
             "profile": asdict(settings),
-            "detector": detector,
+            "detector": detector_identity(detector),
             "calibration": [calibration.mode, calibration.sample, calibration.target_fpr]
             + ([] if persisted else [str(calibration.load_from)]),
             "fused": fused,
@@ -232,13 +233,15 @@ def scan_collection(
 
 
 def _calibration_in_state(
-    calibration: CalibrationOptions, state_path: Path | None, target: str
+    calibration: CalibrationOptions, state_path: Path | None, target: str, detector: str
 ) -> tuple[CalibrationOptions, bool]:
     """With a state file, an owner-side calibration is kept beside it and reused, so verdicts stay comparable
-    across runs and carried-over records were judged by the same fit as new ones."""
+    across runs and carried-over records were judged by the same fit as new ones. It is fitted on the
+    detector's labels, so another detector version fits it anew."""
     if state_path is None or calibration.mode == "off" or calibration.load_from or calibration.save_to:
         return calibration, False
-    folder = state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(target.encode()).hexdigest()[:12]
+    keyed = json.dumps([target, detector_identity(detector)])
+    folder = state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(keyed.encode()).hexdigest()[:12]
     if has_saved_calibration(folder):
         return replace(calibration, load_from=folder), True
     return replace(calibration, save_to=folder), True
