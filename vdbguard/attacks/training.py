@@ -68,7 +68,7 @@ def training_digest(profile: TrainingProfile | str) -> str:
     """The hash of the corpus a profile's attacks learn from (without user texts): keys what depends on them.
 
     Building the corpus takes seconds, so its hash is kept on disk, keyed by the profile and by everything
-    the corpus is built from (the corpus code, the packaged real text, Faker and chatterbot-corpus).
+    the corpus is built from (see ``cached_from_corpus``).
     """
     profile = PROFILES[profile] if isinstance(profile, str) else profile
     return cached_corpus_hash(repr(profile), lambda: _profile_corpus(profile))

@@ -106,8 +106,9 @@ def scan_collection(
         )
     safe_location = redact_location(location)
     target = target_key(connector_name, safe_location, info.name)
+    detector_key = detector_identity(detector)
     calibration, persisted = _calibration_in_state(
-        calibration if embedder else replace(calibration, mode="on"), state_path, target, detector
+        calibration if embedder else replace(calibration, mode="on"), state_path, target, detector_key
     )
     settings = PROFILES[profile] if isinstance(profile, str) else profile
     key = verdict_key(
@@ -119,7 +120,7 @@ def scan_collection(
                 (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in attack_names
             ],
             "profile": asdict(settings),
-            "detector": detector_identity(detector),
+            "detector": detector_key,
             "calibration": [calibration.mode, calibration.sample, calibration.target_fpr]
             + ([] if persisted else [str(calibration.load_from)]),
             "fused": fused,
@@ -233,14 +234,14 @@ def scan_collection(
 
 
 def _calibration_in_state(
-    calibration: CalibrationOptions, state_path: Path | None, target: str, detector: str
+    calibration: CalibrationOptions, state_path: Path | None, target: str, detector_key: list[str | int]
 ) -> tuple[CalibrationOptions, bool]:
     """With a state file, an owner-side calibration is kept beside it and reused, so verdicts stay comparable
     across runs and carried-over records were judged by the same fit as new ones. It is fitted on the
     detector's labels, so another detector version fits it anew."""
     if state_path is None or calibration.mode == "off" or calibration.load_from or calibration.save_to:
         return calibration, False
-    keyed = json.dumps([target, detector_identity(detector)])
+    keyed = json.dumps([target, detector_key])
     folder = state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(keyed.encode()).hexdigest()[:12]
     if has_saved_calibration(folder):
         return replace(calibration, load_from=folder), True
