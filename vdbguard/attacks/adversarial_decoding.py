@@ -23,6 +23,13 @@ per-word marks) rewrites the best guess ``correct_candidates`` ways per round; t
 rewrites and one is kept only if it is closer. ``corrector_path`` names weights that
 ``benchmarks/train_corrector.py`` saved; empty means the ones packaged with vdbguard.
 
+Conditioned proposals (``conditioned``, version 4): when vdbguard packages a generative model for the embedder
+(:meth:`~vdbguard.attacks.generative.GenerativeInversion.pretrained`, today MiniLM's), the first beam search takes
+its next tokens from that model reading the target vector: its proposals already say roughly what the vector
+says, and the embedder picks among them (Vec2Text's base model driving ZSInvert's search). The prompted search
+follows, seeded as below; under a budget the gradient seeds are skipped, since they would take most of it.
+Refinement rounds use the prompted rewrite. What each order costs and buys per held-out set is in BENCHMARKS.md.
+
 Seeds: when the embedder's weights are at hand, white-box gradient inversion
 (:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
 for a sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
@@ -50,7 +57,7 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -58,6 +65,7 @@ import torch
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.corrector import UniversalCorrector, refine
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
+from vdbguard.attacks.generative import GenerativeInversion, InversionModel
 from vdbguard.attacks.gradient import GradientInversion, word_score
 from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_list
@@ -86,6 +94,12 @@ def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
 
 
 @functools.lru_cache(maxsize=2)
+def _conditioned_model(embedder: Embedder) -> InversionModel | None:
+    attack = GenerativeInversion.pretrained(embedder)
+    return None if attack is None else attack.model
+
+
+@functools.lru_cache(maxsize=2)
 def _corrector(path: str | None) -> UniversalCorrector:
     return UniversalCorrector.load(Path(path) if path else None)
 
@@ -97,7 +111,9 @@ class AdversarialDecoding(Attack):
     description: ClassVar[str] = (
         "ZSInvert 2025 zero-shot inversion: SmolLM2 proposes, the target embedder keeps the closest beams"
     )
-    version: ClassVar[int] = 3  # 2: residual polish; 3: budgets in CPU-seconds, seeds included
+    # 2: residual polish; 3: budgets in CPU-seconds, seeds included; 4: the embedder's packaged generative model
+    # proposes the first beam search's tokens
+    version: ClassVar[int] = 4
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25
@@ -114,6 +130,7 @@ class AdversarialDecoding(Attack):
         "corrector_path",
         "seed_words",
         "seed_steps",
+        "conditioned",
         "max_queries",
         "max_seconds",
         "threads",
@@ -134,6 +151,7 @@ class AdversarialDecoding(Attack):
         corrector_path: str = "",
         seed_words: int = 8,
         seed_steps: int = 100,
+        conditioned: bool = True,
         max_queries: int = 0,
         max_seconds: float = 0.0,
         threads: int = 0,
@@ -153,6 +171,7 @@ class AdversarialDecoding(Attack):
         self.corrector_path = corrector_path
         self.seed_words = seed_words
         self.seed_steps = seed_steps
+        self.conditioned = conditioned
         self.max_queries = max_queries
         self.max_seconds = max_seconds
         self.threads = threads
@@ -175,6 +194,7 @@ class AdversarialDecoding(Attack):
             "top_k": self.top_k,
             "max_tokens": self.max_tokens,
             "polish_rounds": self.polish_rounds,
+            "conditioned": float(self.conditioned),
             "max_seconds": self.max_seconds,
             "max_queries": self.max_queries,
         }
@@ -194,14 +214,18 @@ class AdversarialDecoding(Attack):
             )
         with torch_threads(self.threads or None):
             _language_model(), load_tokenizer()  # loaded once, not out of the first record's budget
+            if self.conditioned:
+                _conditioned_model(self.embedder)
             started = time.process_time()
             seeds = self._seeds(targets)
             seed_seconds = (time.process_time() - started) / len(targets)
             return [self._invert(target, seed, seed_seconds) for target, seed in zip(targets, seeds, strict=True)]
 
     def _seeds(self, targets: np.ndarray) -> list[list[str]]:
-        """Words from white-box gradient inversion, when the embedder's weights allow it."""
-        if not self.seed_words:
+        """Words from white-box gradient inversion, when the embedder's weights allow it; under a budget, only
+        without a conditioned model (the seeds would take 1.6 of the scan's 1.8 CPU-seconds a record)."""
+        budgeted = bool(self.max_seconds or self.max_queries)
+        if not self.seed_words or (budgeted and self.conditioned and _conditioned_model(self.embedder) is not None):
             return [[] for _ in targets]
         gradient = GradientInversion(steps=self.seed_steps, threads=self.threads)
         gradient.embedder = self.embedder
@@ -213,6 +237,9 @@ class AdversarialDecoding(Attack):
 
     def _invert(self, target: np.ndarray, seed: list[str], spent: float) -> Inference:
         search = _Search(self, target, spent)
+        conditioned = _conditioned_model(self.embedder) if self.conditioned else None
+        if conditioned is not None:
+            search.decode(_Conditioned(conditioned, target))
         if seed:
             search.consider([" ".join(seed)])
             if self.polish_rounds and (self.max_seconds or self.max_queries):
@@ -220,11 +247,11 @@ class AdversarialDecoding(Attack):
                 search.polish(*vocabulary_table(self.embedder))
                 seed = search.best_text.split()
         request = "Write a short sentence" + (f" that uses these words: {', '.join(seed)}." if seed else ".")
-        search.decode(request)
+        search.decode(_Prompted(request))
         for _ in range(self.refine_rounds):
             if search.exhausted():
                 break
-            search.decode(f"Rewrite this sentence: {search.best_text}")
+            search.decode(_Prompted(f"Rewrite this sentence: {search.best_text}"))
         if self.polish_rounds:
             search.polish(*vocabulary_table(self.embedder))
         if self.correct_rounds and not search.exhausted():
@@ -333,24 +360,22 @@ class _Search:
             if self.best_cosine <= before + 1e-4:
                 break
 
-    def decode(self, request: str) -> None:
-        """Beam search from the model's answer to ``request``, scored by cosine to the target."""
+    def decode(self, proposer: _Prompted | _Conditioned) -> None:
+        """Beam search over ``proposer``'s next tokens, scored by cosine to the target."""
         attack = self.attack
         if self.exhausted(keep=attack.prompt_seconds):  # the prompt's forward pass alone costs tenths of a second
             return
-        model, tokenizer = _language_model(), load_tokenizer()
-        prompt = tokenizer(_PROMPT.format(request=request), return_tensors="pt").input_ids
+        tokenizer = load_tokenizer()
         started = time.process_time()
         with torch.inference_mode():
-            output = model(prompt, use_cache=True)
+            logits, cache = proposer.start()
         attack.prompt_seconds = time.process_time() - started
         beams: list[list[int]] = [[]]
         for _ in range(attack.max_tokens):
             if self.exhausted(keep=attack.step_seconds):
                 break
-            proposals = output.logits[:, -1].float().topk(attack.top_k, dim=-1).indices.tolist()
             by_text: dict[str, tuple[list[int], int]] = {}
-            for beam, (sequence, tokens) in enumerate(zip(beams, proposals, strict=True)):
+            for beam, (sequence, tokens) in enumerate(zip(beams, proposer.top(logits, attack.top_k), strict=True)):
                 for token in tokens:
                     if token == EOS_ID:
                         continue
@@ -364,9 +389,48 @@ class _Search:
             beams = [by_text[texts[i]][0] for i in keep]
             if self.exhausted(keep=attack.step_seconds):  # a step whose candidates would not be scored
                 break
-            output.past_key_values.reorder_cache(torch.tensor([by_text[texts[i]][1] for i in keep]))
-            step = torch.tensor([[sequence[-1]] for sequence in beams])
+            cache.reorder_cache(torch.tensor([by_text[texts[i]][1] for i in keep]))
             started = time.process_time()
             with torch.inference_mode():
-                output = model(step, past_key_values=output.past_key_values, use_cache=True)
+                logits, cache = proposer.step(torch.tensor([[sequence[-1]] for sequence in beams]), cache)
             attack.step_seconds = time.process_time() - started
+
+
+class _Prompted:
+    """SmolLM2 answering ``request``: fluent proposals that know nothing of the target but the request."""
+
+    def __init__(self, request: str) -> None:
+        self.request = request
+
+    def start(self) -> tuple[torch.Tensor, Any]:
+        prompt = load_tokenizer()(_PROMPT.format(request=self.request), return_tensors="pt").input_ids
+        output = _language_model()(prompt, use_cache=True)
+        return output.logits[:, -1], output.past_key_values
+
+    def step(self, tokens: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
+        output = _language_model()(tokens, past_key_values=cache, use_cache=True)
+        return output.logits[:, -1], output.past_key_values
+
+    @staticmethod
+    def top(logits: torch.Tensor, k: int) -> list[list[int]]:
+        return logits.float().topk(k, dim=-1).indices.tolist()
+
+
+class _Conditioned:
+    """The embedder's packaged generative model reading the target vector: it proposes what the vector says."""
+
+    def __init__(self, model: InversionModel, target: np.ndarray) -> None:
+        self.model = model
+        self.target = torch.from_numpy(np.asarray(target, dtype=np.float32)[None])
+
+    def start(self) -> tuple[torch.Tensor, Any]:
+        output = self.model.decoder.model(inputs_embeds=self.model.prefix_embeds(self.target), use_cache=True)
+        return self.model.logits(output.last_hidden_state[:, -1]), output.past_key_values
+
+    def step(self, tokens: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
+        embeds = self.model.token_embeddings[tokens]
+        output = self.model.decoder.model(inputs_embeds=embeds, past_key_values=cache, use_cache=True)
+        return self.model.logits(output.last_hidden_state[:, -1]), output.past_key_values
+
+    def top(self, logits: torch.Tensor, k: int) -> list[list[int]]:
+        return self.model.vocabulary[logits.float().topk(k, dim=-1).indices].tolist()

@@ -77,6 +77,11 @@ class Attack(ABC):
     @abstractmethod
     def load(cls, directory: Path) -> Attack: ...
 
+    @classmethod
+    def pretrained(cls, embedder: Embedder) -> Attack | None:
+        """A model packaged with vdbguard for ``embedder``, used instead of training on the corpus; None if none."""
+        return None
+
     def metrics(self) -> dict[str, float]:
         """Held-out quality measured during fit, so a report can say how strong the attack was."""
         return dict(getattr(self, "_metrics", {}))

