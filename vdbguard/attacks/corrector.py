@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.resources
 import json
 import math
 import random
@@ -48,6 +47,7 @@ from torch import nn
 
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, decoder_config, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.generative import LoRALinear, save_checkpoint
+from vdbguard.data import packaged_file
 from vdbguard.errors import VdbguardError
 
 PROMPT = "<|im_start|>user\nDraft (cosine {cosine}): {draft}\nFix it.<|im_end|>\n<|im_start|>assistant\n"
@@ -333,7 +333,7 @@ class UniversalCorrector:
         from safetensors.torch import load_file
 
         if path is None:
-            path = Path(str(importlib.resources.files("vdbguard.data").joinpath(PACKAGED)))
+            path = packaged_file(PACKAGED)
             if not path.is_file():
                 raise VdbguardError(
                     "no trained corrector is packaged with this vdbguard",

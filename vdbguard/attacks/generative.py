@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.resources
 import json
 import math
 import re
@@ -54,6 +53,7 @@ from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
 from vdbguard.cache import atomic_write
 from vdbguard.corpus import LabelledText
+from vdbguard.data import packaged_file
 from vdbguard.embedders import Embedder
 
 _WORD_EDGE = re.compile(r"^\W+|\W+$")
@@ -207,13 +207,9 @@ class InversionModel(nn.Module):
         return results
 
 
-def _data_file(name: str) -> Path:
-    return Path(str(importlib.resources.files("vdbguard.data").joinpath(name)))
-
-
 @functools.cache
 def _packaged_facts() -> dict | None:
-    path = _data_file(f"{PACKAGED}.json")
+    path = packaged_file(f"{PACKAGED}.json")
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -523,7 +519,7 @@ class GenerativeInversion(Attack):
         attack.config.lora_alpha = config["lora_alpha"]
         attack.config.vocabulary = list(range(config["extra_vocabulary"]))
         attack.model = InversionModel(embedder.dimension, attack.config)
-        state = load_file(str(_data_file(f"{PACKAGED}.safetensors")))
+        state = load_file(str(packaged_file(f"{PACKAGED}.safetensors")))
         attack.model.load_trainable_state({name: tensor.float() for name, tensor in state.items()})
         attack.model.eval()
         attack.embedder = embedder
