@@ -516,12 +516,9 @@ class GenerativeInversion(Attack):
             return None
         config = facts["config"]
         attack = cls(**{name: config[name] for name in _DECODER_SETTINGS})
-        attack.config.lora_alpha = config["lora_alpha"]
-        attack.config.vocabulary = list(range(config["extra_vocabulary"]))
-        attack.model = InversionModel(embedder.dimension, attack.config)
         state = load_file(str(packaged_file(f"{PACKAGED}.safetensors")))
-        attack.model.load_trainable_state({name: tensor.float() for name, tensor in state.items()})
-        attack.model.eval()
+        vocabulary = list(range(config["extra_vocabulary"]))
+        attack._restore(config["lora_alpha"], vocabulary, embedder.dimension, {k: v.float() for k, v in state.items()})
         attack.embedder = embedder
         attack._metrics = {"pretrained": 1.0, "validation_loss": facts["training"]["kept"]["validation_loss"]}
         return attack
@@ -530,9 +527,16 @@ class GenerativeInversion(Attack):
     def load(cls, directory: Path) -> GenerativeInversion:
         config = cls.read_config(directory)["config"]
         attack, settings = cls.from_config(directory, **{name: config[name] for name in _DECODER_SETTINGS})
-        attack.config.lora_alpha = config["lora_alpha"]
-        attack.config.vocabulary = config["vocabulary"]
-        attack.model = InversionModel(settings["embedding_dim"], attack.config)
-        attack.model.load_trainable_state(torch.load(directory / "trained.pt", weights_only=True, map_location="cpu"))
-        attack.model.eval()
+        state = torch.load(directory / "trained.pt", weights_only=True, map_location="cpu")
+        attack._restore(config["lora_alpha"], config["vocabulary"], settings["embedding_dim"], state)
         return attack
+
+    def _restore(
+        self, lora_alpha: float, vocabulary: list[int], embedding_dim: int, state: dict[str, torch.Tensor]
+    ) -> None:
+        """The model rebuilt from its saved settings and trained weights, ready to decode."""
+        self.config.lora_alpha = lora_alpha
+        self.config.vocabulary = vocabulary
+        self.model = InversionModel(embedding_dim, self.config)
+        self.model.load_trainable_state(state)
+        self.model.eval()
