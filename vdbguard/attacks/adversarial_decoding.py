@@ -23,12 +23,16 @@ per-word marks) rewrites the best guess ``correct_candidates`` ways per round; t
 rewrites and one is kept only if it is closer. ``corrector_path`` names weights that
 ``benchmarks/train_corrector.py`` saved; empty means the ones packaged with vdbguard.
 
-Conditioned proposals (``conditioned``, version 4): when vdbguard packages a generative model for the embedder
-(:meth:`~vdbguard.attacks.generative.GenerativeInversion.pretrained`, today MiniLM's), the first beam search takes
-its next tokens from that model reading the target vector: its proposals already say roughly what the vector
-says, and the embedder picks among them (Vec2Text's base model driving ZSInvert's search). The prompted search
-follows, seeded as below; under a budget the gradient seeds are skipped, since they would take most of it.
-Refinement rounds use the prompted rewrite. What each order costs and buys per held-out set is in BENCHMARKS.md.
+Conditioned proposals (``conditioned``, versions 4 and 5): when vdbguard packages a generative model for the
+embedder (:meth:`~vdbguard.attacks.generative.GenerativeInversion.pretrained`, today MiniLM's), that model first
+writes its own ``drafts`` best sentences for each record (one beam search batched over the records, Vec2Text's
+base model), each a candidate. Then the first beam search takes its next tokens from the same model reading the
+target vector: its proposals already say roughly what the vector says, and the embedder picks among them
+(Vec2Text's base model driving ZSInvert's search). The prompted search follows, seeded as below. Under a budget
+the best draft is polished at once and the gradient seeds are skipped: within the scan's 1.8 CPU-seconds a
+polished draft came closer than the searches the budget leaves room for (re-embedding the hundred candidates of
+one token costs more than the language model's step). Refinement rounds use the prompted rewrite. What each order costs and buys per
+held-out set is in BENCHMARKS.md.
 
 Seeds: when the embedder's weights are at hand, white-box gradient inversion
 (:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
@@ -94,9 +98,8 @@ def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
 
 
 @functools.lru_cache(maxsize=2)
-def _conditioned_model(embedder: Embedder) -> InversionModel | None:
-    attack = GenerativeInversion.pretrained(embedder)
-    return None if attack is None else attack.model
+def _generative(embedder: Embedder) -> GenerativeInversion | None:
+    return GenerativeInversion.pretrained(embedder)
 
 
 @functools.lru_cache(maxsize=2)
@@ -112,8 +115,8 @@ class AdversarialDecoding(Attack):
         "ZSInvert 2025 zero-shot inversion: SmolLM2 proposes, the target embedder keeps the closest beams"
     )
     # 2: residual polish; 3: budgets in CPU-seconds, seeds included; 4: the embedder's packaged generative model
-    # proposes the first beam search's tokens
-    version: ClassVar[int] = 4
+    # proposes the first beam search's tokens; 5: and writes whole drafts first, polished first under a budget
+    version: ClassVar[int] = 5
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25
@@ -131,6 +134,7 @@ class AdversarialDecoding(Attack):
         "seed_words",
         "seed_steps",
         "conditioned",
+        "drafts",
         "max_queries",
         "max_seconds",
         "threads",
@@ -152,6 +156,7 @@ class AdversarialDecoding(Attack):
         seed_words: int = 8,
         seed_steps: int = 100,
         conditioned: bool = True,
+        drafts: int = 4,
         max_queries: int = 0,
         max_seconds: float = 0.0,
         threads: int = 0,
@@ -172,6 +177,7 @@ class AdversarialDecoding(Attack):
         self.seed_words = seed_words
         self.seed_steps = seed_steps
         self.conditioned = conditioned
+        self.drafts = drafts
         self.max_queries = max_queries
         self.max_seconds = max_seconds
         self.threads = threads
@@ -195,6 +201,7 @@ class AdversarialDecoding(Attack):
             "max_tokens": self.max_tokens,
             "polish_rounds": self.polish_rounds,
             "conditioned": float(self.conditioned),
+            "drafts": self.drafts,
             "max_seconds": self.max_seconds,
             "max_queries": self.max_queries,
         }
@@ -214,18 +221,20 @@ class AdversarialDecoding(Attack):
             )
         with torch_threads(self.threads or None):
             _language_model(), load_tokenizer()  # loaded once, not out of the first record's budget
-            if self.conditioned:
-                _conditioned_model(self.embedder)
+            generative = _generative(self.embedder) if self.conditioned else None
             started = time.process_time()
-            seeds = self._seeds(targets)
-            seed_seconds = (time.process_time() - started) / len(targets)
-            return [self._invert(target, seed, seed_seconds) for target, seed in zip(targets, seeds, strict=True)]
+            seeds = self._seeds(targets, generative)
+            drafts = self._drafts(targets, generative)
+            shared = (time.process_time() - started) / len(targets)
+            return [
+                self._invert(target, seed, draft, generative, shared)
+                for target, seed, draft in zip(targets, seeds, drafts, strict=True)
+            ]
 
-    def _seeds(self, targets: np.ndarray) -> list[list[str]]:
+    def _seeds(self, targets: np.ndarray, generative: GenerativeInversion | None) -> list[list[str]]:
         """Words from white-box gradient inversion, when the embedder's weights allow it; under a budget, only
         without a conditioned model (the seeds would take 1.6 of the scan's 1.8 CPU-seconds a record)."""
-        budgeted = bool(self.max_seconds or self.max_queries)
-        if not self.seed_words or (budgeted and self.conditioned and _conditioned_model(self.embedder) is not None):
+        if not self.seed_words or (self._budgeted and generative is not None):
             return [[] for _ in targets]
         gradient = GradientInversion(steps=self.seed_steps, threads=self.threads)
         gradient.embedder = self.embedder
@@ -235,14 +244,36 @@ class AdversarialDecoding(Attack):
             return [[] for _ in targets]
         return [inference.recovered_text.split()[: self.seed_words] for inference in found]
 
-    def _invert(self, target: np.ndarray, seed: list[str], spent: float) -> Inference:
+    def _drafts(self, targets: np.ndarray, generative: GenerativeInversion | None) -> list[list[str]]:
+        """The generative model's own ``drafts`` best sentences per record, one batched beam search for all."""
+        if generative is None or not self.drafts:
+            return [[] for _ in targets]
+        generative.threads = self.threads or None
+        found = generative.hypotheses(targets, beam_width=self.drafts)
+        return [[text for text, _, _ in hypotheses if text] for hypotheses in found]
+
+    @property
+    def _budgeted(self) -> bool:
+        return bool(self.max_seconds or self.max_queries)
+
+    def _invert(
+        self,
+        target: np.ndarray,
+        seed: list[str],
+        drafts: list[str],
+        generative: GenerativeInversion | None,
+        spent: float,
+    ) -> Inference:
         search = _Search(self, target, spent)
-        conditioned = _conditioned_model(self.embedder) if self.conditioned else None
-        if conditioned is not None:
-            search.decode(_Conditioned(conditioned, target))
+        if drafts:
+            search.consider(drafts)
+            if self.polish_rounds and self._budgeted:  # measured: a polished draft beats more searching
+                search.polish(*vocabulary_table(self.embedder))
+        if generative is not None:
+            search.decode(_Conditioned(generative.model, target))
         if seed:
             search.consider([" ".join(seed)])
-            if self.polish_rounds and (self.max_seconds or self.max_queries):
+            if self.polish_rounds and self._budgeted:
                 # the cheapest gain first, so that a search the budget cuts short still has it
                 search.polish(*vocabulary_table(self.embedder))
                 seed = search.best_text.split()

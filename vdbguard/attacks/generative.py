@@ -119,6 +119,10 @@ class InversionModel(nn.Module):
         )
         vocabulary = torch.tensor(config.vocabulary, dtype=torch.long)
         self.register_buffer("vocabulary", vocabulary, persistent=False)
+        # the output head's rows, gathered once: gathering 49,152 of them per decoding step cost more than the step
+        whole = config.vocabulary == list(range(self.decoder.config.vocab_size))
+        head = None if whole else self.decoder.model.embed_tokens.weight.detach()[vocabulary].clone()
+        self.register_buffer("restricted_head", head, persistent=False)
         lookup = torch.full((self.decoder.config.vocab_size,), -1, dtype=torch.long)
         lookup[vocabulary] = torch.arange(len(vocabulary))
         self.register_buffer("lookup", lookup, persistent=False)
@@ -142,7 +146,8 @@ class InversionModel(nn.Module):
         return self.prefix(vectors).view(len(vectors), self.config.prefix_length, self.hidden_size)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden @ self.token_embeddings[self.vocabulary].T + self.output_bias
+        head = self.token_embeddings if self.restricted_head is None else self.restricted_head
+        return hidden @ head.T + self.output_bias
 
     def loss(self, vectors: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: prefix(vector) + tokens; position s-1+i predicts token i (the last one is EOS)."""
