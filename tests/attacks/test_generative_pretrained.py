@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Conditioned, _Prompted, _Search
+from vdbguard.attacks.adversarial_decoding import (
+    BUDGETED_DRAFT_BATCH,
+    AdversarialDecoding,
+    _Conditioned,
+    _Prompted,
+    _Search,
+)
 from vdbguard.attacks.decoder import decoder_available
 from vdbguard.attacks.generative import GenerativeInversion
 from vdbguard.attacks.training import trained_attacks
@@ -62,11 +68,14 @@ def test_conditioned_proposals_come_closer_than_prompted_ones(pretrained, embedd
 
 
 def test_a_budgeted_inversion_starts_from_the_drafts_and_never_ends_further_away(embedder) -> None:
-    targets = embedder.encode(list(TEXTS[:2]))
-    attack = AdversarialDecoding(max_seconds=1.0, polish_rounds=1, threads=1)
+    texts = [f"{text} Item {i}." for i, text in enumerate(TEXTS * 3)][:BUDGETED_DRAFT_BATCH]
+    targets = embedder.encode(texts)
+    attack = AdversarialDecoding(max_seconds=0.3, polish_rounds=1, threads=1)
     attack.embedder = embedder
-    drafts = attack._drafts(targets, GenerativeInversion.pretrained(embedder))
-    assert [len(per_record) for per_record in drafts] == [4, 4]
+    generative = GenerativeInversion.pretrained(embedder)
+    assert attack._drafts(targets[:2], generative) == [[], []], "two records alone would spend the budget drafting"
+    drafts = attack._drafts(targets, generative)
+    assert [len(per_record) for per_record in drafts] == [4] * len(texts)
     closest_draft = [float((embedder.encode(d) @ t).max()) for d, t in zip(drafts, targets, strict=True)]
     found = attack.infer(targets)
     recovered = [float(embedder.encode([f.recovered_text])[0] @ t) for f, t in zip(found, targets, strict=True)]

@@ -16,6 +16,7 @@ from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Severity
 from vdbguard.scan import DeepTier, Scanner, ScanStore, severity_of
+from vdbguard.scan.engine import DEEP_CHUNK
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +189,24 @@ def test_deep_tier_runs_on_flagged_records_within_its_budget(pii_store, small_at
     deep_evidence = [f for f in first.findings if any(e.attack == small_attacks[1].name for e in f.evidence)]
     assert len(deep_evidence) <= 5, "deep evidence only where the deep tier ran"
     assert second.coverage.deep_flagged_covered == 10, "the next run goes on with records the budget left out"
+
+
+def test_deep_tier_hands_its_records_over_in_chunks(pii_store, small_attacks, detector, monkeypatch) -> None:
+    path, collection, _ = pii_store
+    deep_attack = small_attacks[1]
+    sizes: list[int] = []
+    real_infer = deep_attack.infer
+
+    def counted(vectors, known_texts=None):
+        sizes.append(len(vectors))
+        return real_infer(vectors, known_texts)
+
+    monkeypatch.setattr(deep_attack, "infer", counted)
+    deep = DeepTier(Scanner([deep_attack], detector, dimension=384), sample=1.0, max_records=40)
+    with ChromaConnector(collection=collection, path=path) as connector:
+        result = Scanner(small_attacks[:1], detector, dimension=384).scan(connector, batch_size=32, deep=deep)
+    assert result.coverage.deep_records == sum(sizes) == 40
+    assert max(sizes) == DEEP_CHUNK and min(sizes) >= 1, sizes  # batched, and the record budget still holds
 
 
 def test_allow_list_and_severity_policy(pii_store, small_attacks, detector, tmp_path) -> None:

@@ -31,8 +31,10 @@ target vector: its proposals already say roughly what the vector says, and the e
 (Vec2Text's base model driving ZSInvert's search). The prompted search follows, seeded as below. Under a budget
 the best draft is polished at once and the gradient seeds are skipped: within the scan's 1.8 CPU-seconds a
 polished draft came closer than the searches the budget leaves room for (re-embedding the hundred candidates of
-one token costs more than the language model's step). Refinement rounds use the prompted rewrite. What each order costs and buys per
-held-out set is in BENCHMARKS.md.
+one token costs more than the language model's step). Drafting pays only in batches, so under a budget a call
+with fewer than ``BUDGETED_DRAFT_BATCH`` records searches without drafts, as version 4 did; a scan's deep tier
+hands its records over in chunks for this. Refinement rounds use the prompted rewrite. What each order costs and
+buys per held-out set is in BENCHMARKS.md.
 
 Seeds: when the embedder's weights are at hand, white-box gradient inversion
 (:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
@@ -77,6 +79,9 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
 
 _PROMPT = "<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
+# Under a budget, drafts only for this many records at once: one thread wrote 4 drafts in 1.73 CPU-s for a record
+# alone, 0.73 each for 8 and 0.57 each for 24 (BENCHMARKS.md), against a scan's 1.8 a record.
+BUDGETED_DRAFT_BATCH = 8
 _VOCABULARY_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
 
 
@@ -246,7 +251,7 @@ class AdversarialDecoding(Attack):
 
     def _drafts(self, targets: np.ndarray, generative: GenerativeInversion | None) -> list[list[str]]:
         """The generative model's own ``drafts`` best sentences per record, one batched beam search for all."""
-        if generative is None or not self.drafts:
+        if generative is None or not self.drafts or (self._budgeted and len(targets) < BUDGETED_DRAFT_BATCH):
             return [[] for _ in targets]
         generative.threads = self.threads or None
         found = generative.hypotheses(targets, beam_width=self.drafts)

@@ -305,6 +305,7 @@ class Scanner:
 
 
 _WORD = re.compile(r"[^\W_]+")
+DEEP_CHUNK = 16
 
 
 class FindingPolicy(Protocol):
@@ -425,15 +426,29 @@ class _BatchRun:
         ]
         for row in wanted:
             row.deep_wanted = True
-        for row in wanted:
-            if not self._deep_budget_left():
-                return
+        while wanted and self._deep_budget_left():
+            size = self._deep_chunk()
+            chunk, wanted = wanted[:size], wanted[size:]
             started = time.monotonic()
-            [deep_row] = self.deep.deep_scanner().attack_records([by_id[row.record_id]])
+            deep_rows = self.deep.deep_scanner().attack_records([by_id[row.record_id] for row in chunk])
             self.run.deep_seconds += time.monotonic() - started
-            self.run.deep_records += 1
-            row.deep = True
-            row.finding = merge_findings(row.finding, deep_row.finding)
+            self.run.deep_records += len(chunk)
+            for row, deep_row in zip(chunk, deep_rows, strict=True):
+                row.deep = True
+                row.finding = merge_findings(row.finding, deep_row.finding)
+
+    def _deep_chunk(self) -> int:
+        """Records per deep call: up to DEEP_CHUNK, since inverters batch (adversarial decoding drafts only for 8
+        or more at once), but no more than the record budget allows or the time budget fits at the rate so far."""
+        deep, run = self.deep, self.run
+        assert deep is not None
+        size = DEEP_CHUNK
+        if deep.max_records is not None:
+            size = min(size, deep.max_records - run.deep_records)
+        if deep.max_seconds is not None:
+            per_record = run.deep_seconds / run.deep_records if run.deep_records else deep.max_seconds
+            size = min(size, int((deep.max_seconds - run.deep_seconds) / max(per_record, 1e-9)))
+        return max(size, 1)
 
     def announce_plan(self, total: int | None) -> None:
         """Before the first batch: what the state already holds, and the time the last run's rate predicts."""
