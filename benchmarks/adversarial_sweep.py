@@ -13,6 +13,8 @@ package documentation). Run from the repository root:
     OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --n 16 "{}" '{"top_k": 10}' '{"refine_rounds": 2}'
     OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --names 14 '{"polish_rounds": 0}' "{}"
     OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --source descriptions --n 24 '{"max_seconds": 1.8}'
+    OMP_NUM_THREADS=1 python benchmarks/adversarial_sweep.py --source descriptions --n 24 --one-at-a-time \
+        '{"max_seconds": 1.8}'
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from vdbguard.text import name_recovery, token_f1
 def main() -> None:
     parser = bench_parser(__doc__, n=16, seed=5, names=0)
     parser.add_argument("--source", choices=("calibration", "descriptions"), default="calibration")
+    parser.add_argument("--one-at-a-time", action="store_true", help="one record per call, as a scan once did")
     parser.add_argument("settings", nargs="*", help="JSON objects of constructor arguments")
     args = parser.parse_args()
     embedder = Embedder("all-MiniLM-L6-v2")
@@ -58,12 +61,16 @@ def main() -> None:
         attack.infer(targets[:1])  # loads the language model and vocabulary table outside the timing
         attack.encoder_queries = 0
         started, cpu_started = time.perf_counter(), time.process_time()
-        found = attack.infer(targets)
+        if args.one_at_a_time:
+            found = [inference for i in range(len(targets)) for inference in attack.infer(targets[i : i + 1])]
+        else:
+            found = attack.infer(targets)
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
         predictions = [inference.recovered_text for inference in found]
         recovered = embedder.encode([prediction or "." for prediction in predictions])
         row = {
             "settings": json.loads(settings),
+            "one_at_a_time": args.one_at_a_time,
             "n": len(texts),
             "cosine": round(float(np.mean(np.sum(recovered * targets, axis=1))), 3),
             "token_f1": round(float(np.mean([token_f1(p, t) for p, t in zip(predictions, texts, strict=True)])), 3),

@@ -5,8 +5,9 @@
 - the packaged generative model's pass for 5 beams, and inside it the output head over the whole 49,152-token
   vocabulary, computed as before version 5 (the head's rows gathered from the embedding table on every call)
   and as now (gathered once, or not at all when the vocabulary is the whole table);
-- MiniLM re-embedding the 100 candidates a step scores (5 beams x top 20), as prefixes of 4, 10 and 20 words.
-Medians in CPU-milliseconds, all in one run.
+- MiniLM re-embedding the 100 candidates a step scores (5 beams x top 20), as prefixes of 4, 10 and 20 words;
+- the 4 drafts per record (version 5) for 24 development sentences, a record at a time and in batches of 8 and 24.
+Medians in CPU-milliseconds (drafts: mean per record), all in one run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from adversarial_sweep import description_sentences
 from common import bench_parser
 
 from vdbguard.attacks.adversarial_decoding import _Conditioned, _generative
@@ -66,7 +68,17 @@ def main() -> None:
         rows[f"MiniLM embedding 100 candidates of {count} words"] = cpu_ms(
             lambda c=candidates: embedder.encode(c), max(3, args.repeats // 4)
         )
-    print("| what | CPU-ms (median) |\n|---|---|")
+    generative.threads = 1
+    targets = embedder.encode(description_sentences(24, 5))
+    generative.hypotheses(targets[:1], beam_width=4)
+    for batch in (1, 8, 24):
+        started = time.process_time()
+        for start in range(0, len(targets), batch):
+            generative.hypotheses(targets[start : start + batch], beam_width=4)
+        rows[f"4 drafts per record, {batch} records at a time"] = round(
+            (time.process_time() - started) * 1000 / len(targets), 1
+        )
+    print("| what | CPU-ms |\n|---|---|")
     for what, ms in rows.items():
         print(f"| {what} | {ms} |")
 

@@ -79,8 +79,8 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
 
 _PROMPT = "<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
-# Under a budget, drafts only for this many records at once: one thread wrote 4 drafts in 1.73 CPU-s for a record
-# alone, 0.73 each for 8 and 0.57 each for 24 (BENCHMARKS.md), against a scan's 1.8 a record.
+# Under a budget, drafts only for this many records at once: one thread wrote 4 drafts in 2.66 CPU-s for a record
+# alone, 0.79 each for 8 and 0.55 each for 24 (benchmarks/decoding_step.py), against a scan's 1.8 a record.
 BUDGETED_DRAFT_BATCH = 8
 _VOCABULARY_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
 
