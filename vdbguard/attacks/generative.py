@@ -119,7 +119,7 @@ class InversionModel(nn.Module):
         )
         vocabulary = torch.tensor(config.vocabulary, dtype=torch.long)
         self.register_buffer("vocabulary", vocabulary, persistent=False)
-        # the output head's rows, gathered once: gathering 49,152 of them per decoding step cost more than the step
+        # the output head's rows, gathered once: gathering all 49,152 per decoding step cost half of the step
         whole = config.vocabulary == list(range(self.decoder.config.vocab_size))
         head = None if whole else self.decoder.model.embed_tokens.weight.detach()[vocabulary].clone()
         self.register_buffer("restricted_head", head, persistent=False)
