@@ -69,6 +69,31 @@ def test_no_batch_overruns_the_query_budget(embedder, model_cache) -> None:
     assert 1 < search.queries <= 10
 
 
+@pytest.mark.parametrize("tolerance", [0.0, 0.01, 1.0])
+def test_the_answer_is_the_shortest_hypothesis_within_the_tolerance_of_the_closest(embedder, tolerance) -> None:
+    attack = AdversarialDecoding(tolerance=tolerance)
+    attack.embedder = embedder
+    target = embedder.encode([TARGETS[0]])[0]
+    hypotheses = [
+        "The patient takes insulin for diabetes every morning, doctor.",
+        "The patient takes insulin for diabetes every morning",
+        "patient insulin diabetes morning",
+        "Snow closed the road.",
+    ]
+    search = _Search(attack, target)
+    for hypothesis in hypotheses:  # one at a time: the best rises as the search goes
+        search.consider([hypothesis])
+    search.settle()
+    cosines = dict(zip(hypotheses, embedder.encode(hypotheses) @ target, strict=True))
+    closest = max(cosines.values())
+    near = [text for text, cosine in cosines.items() if cosine >= closest - tolerance]
+    expected = min(near, key=lambda text: (len(text.split()), -cosines[text]))
+    assert search.best_text == expected
+    assert search.best_cosine == pytest.approx(float(cosines[expected]), abs=1e-5)
+    if tolerance == 1.0:
+        assert expected == "patient insulin diabetes morning"
+
+
 def test_the_time_budget_limits_a_batch_by_the_measured_cost_per_query(embedder) -> None:
     attack = AdversarialDecoding(max_seconds=0.5)
     search = _Search(attack, embedder.encode([TARGETS[0]])[0])

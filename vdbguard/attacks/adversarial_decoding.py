@@ -28,17 +28,22 @@ embedder (:meth:`~vdbguard.attacks.generative.GenerativeInversion.pretrained`, t
 writes its own ``drafts`` best sentences for each record (one beam search batched over the records, Vec2Text's
 base model), each a candidate. Then the first beam search takes its next tokens from the same model reading the
 target vector: its proposals already say roughly what the vector says, and the embedder picks among them
-(Vec2Text's base model driving ZSInvert's search). The prompted search follows, seeded as below. Under a budget
-the best draft is polished at once and the gradient seeds are skipped: within the scan's 1.8 CPU-seconds a
-polished draft came closer than the searches the budget leaves room for (re-embedding the hundred candidates of
-one token costs more than the language model's step). Drafting pays only in batches, so under a budget a call
-with fewer than ``BUDGETED_DRAFT_BATCH`` records searches without drafts, as version 4 did; a scan's deep tier
-hands its records over in chunks for this. Refinement rounds use the prompted rewrite. What each order costs and
-buys per held-out set is in BENCHMARKS.md.
+(Vec2Text's base model driving ZSInvert's search). The prompted search follows, unseeded. The best draft is
+polished at once and the gradient seeds are skipped: within the scan's 1.8 CPU-seconds a polished draft came
+closer than the searches the budget leaves room for (re-embedding the hundred candidates of one token costs more
+than the language model's step), and without a budget this order read the text better too (version 6). Drafting
+pays only in batches, so under a budget a call with fewer than ``BUDGETED_DRAFT_BATCH`` records searches without
+drafts, as version 4 did; a scan's deep tier hands its records over in chunks for this. Refinement rounds use
+the prompted rewrite. What each order costs and buys per held-out set is in BENCHMARKS.md.
 
-Seeds: when the embedder's weights are at hand, white-box gradient inversion
-(:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks
-for a sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
+The answer (``tolerance``, version 6) is the shortest hypothesis whose cosine is within ``tolerance`` of the
+closest one found. Past about 0.9 cosine the search and the polish add words the embedder likes rather than the
+text's own: a word that does not bring the vector 0.01 closer is, more often than not, not the text's. On the
+development sets this cost about 0.005 cosine and bought token F1 (BENCHMARKS.md, "Adversarial decoding v6").
+
+Seeds: when the embedder's weights are at hand and no generative model drafts, white-box gradient inversion
+(:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks for a
+sentence using them; that bag is itself a candidate. Without the weights the search starts unseeded.
 Nothing is trained for an embedder: ``fit`` does nothing.
 
 Budgets per record: ``max_queries`` encoder queries and ``max_seconds`` CPU-seconds (0 = none), the record's
@@ -120,8 +125,10 @@ class AdversarialDecoding(Attack):
         "ZSInvert 2025 zero-shot inversion: SmolLM2 proposes, the target embedder keeps the closest beams"
     )
     # 2: residual polish; 3: budgets in CPU-seconds, seeds included; 4: the embedder's packaged generative model
-    # proposes the first beam search's tokens; 5: and writes whole drafts first, polished first under a budget
-    version: ClassVar[int] = 5
+    # proposes the first beam search's tokens; 5: and writes whole drafts first, polished first under a budget;
+    # 6: the answer is the shortest hypothesis within ``tolerance`` of the closest, and every search (not only a
+    # budgeted one) polishes the best draft first and takes no gradient seeds when drafts come
+    version: ClassVar[int] = 6
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25
@@ -140,6 +147,7 @@ class AdversarialDecoding(Attack):
         "seed_steps",
         "conditioned",
         "drafts",
+        "tolerance",
         "max_queries",
         "max_seconds",
         "threads",
@@ -162,6 +170,7 @@ class AdversarialDecoding(Attack):
         seed_steps: int = 100,
         conditioned: bool = True,
         drafts: int = 4,
+        tolerance: float = 0.01,
         max_queries: int = 0,
         max_seconds: float = 0.0,
         threads: int = 0,
@@ -183,6 +192,7 @@ class AdversarialDecoding(Attack):
         self.seed_steps = seed_steps
         self.conditioned = conditioned
         self.drafts = drafts
+        self.tolerance = tolerance
         self.max_queries = max_queries
         self.max_seconds = max_seconds
         self.threads = threads
@@ -207,6 +217,7 @@ class AdversarialDecoding(Attack):
             "polish_rounds": self.polish_rounds,
             "conditioned": float(self.conditioned),
             "drafts": self.drafts,
+            "tolerance": self.tolerance,
             "max_seconds": self.max_seconds,
             "max_queries": self.max_queries,
         }
@@ -237,9 +248,9 @@ class AdversarialDecoding(Attack):
             ]
 
     def _seeds(self, targets: np.ndarray, generative: GenerativeInversion | None) -> list[list[str]]:
-        """Words from white-box gradient inversion, when the embedder's weights allow it; under a budget, only
-        without a conditioned model (the seeds would take 1.6 of the scan's 1.8 CPU-seconds a record)."""
-        if not self.seed_words or (self._budgeted and generative is not None):
+        """Words from white-box gradient inversion, when the embedder's weights allow it and no conditioned
+        model proposes (its drafts start closer, and the seeds would take 1.6 of the scan's 1.8 CPU-seconds)."""
+        if not self.seed_words or generative is not None:
             return [[] for _ in targets]
         gradient = GradientInversion(steps=self.seed_steps, threads=self.threads)
         gradient.embedder = self.embedder
@@ -272,7 +283,7 @@ class AdversarialDecoding(Attack):
         search = _Search(self, target, spent)
         if drafts:
             search.consider(drafts)
-            if self.polish_rounds and self._budgeted:  # measured: a polished draft beats more searching
+            if self.polish_rounds:  # measured: a polished draft beats more searching, with a budget or without
                 search.polish(*vocabulary_table(self.embedder))
         if generative is not None:
             search.decode(_Conditioned(generative.model, target))
@@ -293,6 +304,7 @@ class AdversarialDecoding(Attack):
         if self.correct_rounds and not search.exhausted():
             corrector = _corrector(self.corrector_path or None)
             refine(search.best_text, search.consider, corrector, self.correct_rounds, self.correct_candidates)
+        search.settle()
         self.encoder_queries += search.queries
         return self._scored(search)
 
@@ -325,6 +337,7 @@ class _Search:
         self.best_text = ""
         self.best_cosine = -2.0
         self.best_vector = np.zeros_like(target)
+        self.near: dict[str, float] = {}  # every hypothesis within the tolerance of the best so far
         self.queries = 0
         self.query_seconds = 0.0
         self.started = time.process_time() - spent
@@ -371,7 +384,24 @@ class _Search:
             # a byte-level token that splits a character shows as U+FFFD until the next one completes it
             self.best_text, self.best_cosine = texts[top].replace("\ufffd", "").strip(), float(scores[top])
             self.best_vector = vectors[top]
+            self.near = {text: cosine for text, cosine in self.near.items() if cosine >= self._floor}
+        for i in np.flatnonzero(scores >= self._floor):
+            text = texts[i].replace("\ufffd", "").strip()
+            if text:
+                self.near[text] = max(float(scores[i]), self.near.get(text, -2.0))
         return scores
+
+    @property
+    def _floor(self) -> float:
+        return self.best_cosine - self.attack.tolerance
+
+    def settle(self) -> None:
+        """Make the shortest hypothesis within the tolerance of the closest the answer: words that do not bring
+        the vector at least that much closer are, more often than not, not the text's (token F1 on the
+        development sets of BENCHMARKS.md, "Adversarial decoding v6")."""
+        if self.attack.tolerance > 0 and self.near:
+            near = ((text, cosine) for text, cosine in self.near.items() if cosine >= self._floor)
+            self.best_text, self.best_cosine = min(near, key=lambda item: (len(item[0].split()), -item[1]))
 
     def polish(self, vocabulary: list[str], table: np.ndarray) -> None:
         """Add or swap in the vocabulary words closest to what the best hypothesis still misses."""
