@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -14,6 +15,8 @@ import psycopg
 from pgvector.psycopg.halfvec import register_halfvec_info
 from pgvector.psycopg.vector import register_vector_info
 from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
@@ -45,6 +48,7 @@ class _Column:
     typmod: int
     binary: bool  # psycopg can load it in binary format; else it is selected as text
     writable: bool
+    oid: int = 0
 
 
 @dataclass(frozen=True)
@@ -320,7 +324,9 @@ class PgvectorConnector(StoreCalls, Connector):
             (oid,),
         ).fetchall()
         columns = {
-            r[1]: _Column(r[1], r[3], r[4], int(r[5]), conn.adapters.get_loader(r[2], Format.BINARY) is not None, r[6])
+            r[1]: _Column(
+                r[1], r[3], r[4], int(r[5]), conn.adapters.get_loader(r[2], Format.BINARY) is not None, r[6], r[2]
+            )
             for r in rows
         }
         attnums = {r[1]: int(r[0]) for r in rows}
@@ -492,12 +498,15 @@ class PgvectorConnector(StoreCalls, Connector):
 
             def page(conn: psycopg.Connection, query: sql.Composable = query, params: dict = params) -> list:
                 with conn.cursor(binary=True) as cur:
+                    for column in table.vectors:
+                        if column.binary:  # as bytes: a page's vectors become one matrix (_page_vectors)
+                            cur.adapters.register_loader(column.oid, _BytesLoader)
                     return cur.execute(query, params).fetchall()
 
             rows = self._run("read", page)
             if not rows:
                 return
-            records = [self._record(table, row) for row in rows]
+            records = self._records(table, rows)
             cursor = _cursor(rows[-1][0])
             after = _parse_cursor(cursor)
             yield Batch(records, cursor)
@@ -524,31 +533,37 @@ class PgvectorConnector(StoreCalls, Connector):
         hit = _as_float32(row[0]) if row else None
         return None if hit is None else [float(x) for x in hit]
 
-    def _record(self, table: _Table, row: Sequence[Any]) -> VectorRecord:
-        values = iter(row)
-        record_id = str(next(values))
-        vectors = {c.name: _as_float32(next(values)) for c in table.vectors}
-        text = next(values) if table.text is not None else None
-        payload: dict[str, Any] = {}
-        if table.payload is not None:
-            stored = next(values)
-            if isinstance(stored, dict):
-                payload.update(stored)
-            elif stored is not None:
-                payload[table.payload.name] = stored
+    def _records(self, table: _Table, rows: list[tuple[Any, ...]]) -> list[VectorRecord]:
+        """A page's rows as records, column by column (vectors as one matrix per column)."""
+        columns = iter(zip(*rows, strict=True))
+        ids = [str(value) for value in next(columns)]
+        vectors = {c.name: _page_vectors(c, ids, next(columns)) for c in table.vectors}
+        texts = next(columns) if table.text is not None else [None] * len(rows)
+        payloads = [{} for _ in rows] if table.payload is None else [_payload(table.payload, v) for v in next(columns)]
         for column in table.others:
-            value = next(values)
-            if value is not None:
-                payload[column.name] = value
-        primary = table.vectors[0].name
-        return VectorRecord(
-            id=record_id,
-            vector=vectors[primary],
-            payload=payload,
-            text=None if text is None else str(text),
-            collection=self.collection_name,
-            named_vectors={k: v for k, v in vectors.items() if v is not None} if len(vectors) > 1 else {},
-        )
+            for payload, value in zip(payloads, next(columns), strict=True):
+                if value is not None:
+                    payload[column.name] = value
+        primary = vectors[table.vectors[0].name]
+        named: list[dict[str, np.ndarray]] = [{} for _ in rows]
+        if len(vectors) > 1:
+            named = [
+                {name: column[i] for name, column in vectors.items() if column[i] is not None} for i in range(len(rows))
+            ]
+        collection = self.collection_name
+        return [
+            VectorRecord(
+                id=record_id,
+                vector=vector,
+                payload=payload,
+                text=None if text is None else str(text),
+                collection=collection,
+                named_vectors=named_vectors,
+            )
+            for record_id, vector, text, payload, named_vectors in zip(
+                ids, primary, texts, payloads, named, strict=True
+            )
+        ]
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Insert or fully replace ``records`` in one transaction (see the class docstring)."""
@@ -758,6 +773,51 @@ def _parse_cursor(cursor: str | None) -> int | str | None:
     if not isinstance(after, int | str) or isinstance(after, bool):
         raise VdbguardError(f"bad pgvector resume cursor {cursor!r}", "the cursor's 'after' must be an id")
     return after
+
+
+class _BytesLoader(Loader):
+    """A vector as pgvector sends it in binary: a big-endian header (dimension, 0), then the floats."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
+
+
+def _page_vectors(column: _Column, ids: list[str], values: Sequence[Any]) -> list[np.ndarray | None]:
+    """One column's vectors of a page as float32 rows of one matrix when they came as bytes with one header
+    (NULLs aside); else (selected as text, or dimensions that differ) one by one."""
+    if not column.binary:
+        return [_as_float32(value) for value in values]
+    width = 2 if column.typname == "halfvec" else 4
+    present = [value for value in values if value is not None]
+    if present:
+        size, joined = len(present[0]), b"".join(present)
+        if len(joined) == size * len(present) and size >= 4 and (size - 4) % width == 0:
+            rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(present), size)
+            header = np.frombuffer(struct.pack(">HH", (size - 4) // width, 0), dtype=np.uint8)
+            if (rows[:, :4] == header).all():
+                shape, strides = (len(present), (size - 4) // width), (size, width)
+                matrix = np.ndarray(shape, f">f{width}", joined, offset=4, strides=strides).astype(np.float32)
+                found = iter(matrix)
+                return [None if value is None else next(found) for value in values]
+    return [
+        None if value is None else _from_binary(column, record_id, value, width)
+        for record_id, value in zip(ids, values, strict=True)
+    ]
+
+
+def _from_binary(column: _Column, record_id: str, value: bytes, width: int) -> np.ndarray:
+    dimension, unused = struct.unpack_from(">HH", value) if len(value) >= 4 else (-1, -1)
+    if unused or len(value) != 4 + width * dimension:
+        raise RecordError(record_id, column.name, f"is not a {column.typname} value ({len(value)} bytes)")
+    return np.frombuffer(value, dtype=f">f{width}", offset=4).astype(np.float32)
+
+
+def _payload(column: _Column, stored: Any) -> dict[str, Any]:
+    if isinstance(stored, dict):
+        return stored
+    return {} if stored is None else {column.name: stored}
 
 
 def _as_float32(value: Any) -> np.ndarray | None:

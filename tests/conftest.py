@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,20 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real PostgreSQL with pgvector (scripts/pgvector-server.sh), shared by the tests that read it directly."""
+    from tests.connectors.contract.backend_pgvector import PgvectorServer
+
+    server = PgvectorServer(tmp_path_factory.mktemp("pg"))
+    try:
+        server.start()
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,7 @@ uses for every store. LanceDB, Milvus and Pinecone also delete such ids, quotes 
 
 from __future__ import annotations
 
-import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,31 +22,18 @@ KEYS: dict[str, list[Any]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.connectors.contract.backend_pgvector import PgvectorServer
-
-    server = PgvectorServer(tmp_path_factory.mktemp("pg"))
-    try:
-        server.start()
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
-    yield server
-    server.stop()
-
-
 @pytest.mark.parametrize("key_type", list(KEYS))
-def test_pgvector_keys_of_every_type_are_read_once_and_resume_exactly(server: Any, key_type: str, tmp_path: Path):
+def test_pgvector_keys_of_every_type_are_read_once_and_resume_exactly(pgvector_server: Any, key_type: str) -> None:
     import psycopg
     from vdbguard.connectors.pgvector import PgvectorConnector
 
-    table = f"keys_{key_type}"
-    with psycopg.connect(server.url(), autocommit=True) as conn:
+    table, url = f"keys_{key_type}", pgvector_server.url()
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {table} (id {key_type} PRIMARY KEY, embedding vector({DIM}))")
         for i, key in enumerate(KEYS[key_type]):
             conn.execute(f"INSERT INTO {table} VALUES (%s, %s)", (key, f"[{i + 1},1,1,1]"))
     expected = sorted(str(key) for key in KEYS[key_type])
-    with PgvectorConnector(collection=table, url=server.url()) as connector:
+    with PgvectorConnector(collection=table, url=url) as connector:
         batches = list(connector.iter_batches(batch_size=1))
         ids = [r.id for b in batches for r in b.records]
         assert sorted(ids) == expected and len(ids) == len(set(ids))
@@ -56,11 +41,11 @@ def test_pgvector_keys_of_every_type_are_read_once_and_resume_exactly(server: An
         for i, key in enumerate(KEYS[key_type]):
             np.testing.assert_array_equal(vectors[str(key)], np.array([i + 1, 1, 1, 1], np.float32))
     for cut in range(len(batches)):
-        with PgvectorConnector(collection=table, url=server.url()) as resumed:
+        with PgvectorConnector(collection=table, url=url) as resumed:
             pages = resumed.iter_batches(batch_size=3, resume_from=batches[cut].cursor)
             rest = [r.id for b in pages for r in b.records]
         assert ids[: cut + 1] + rest == ids, f"resuming after {ids[cut]!r}"
-    with PgvectorConnector(collection=table, url=server.url()) as connector:  # key ranges for a distributed scan
+    with PgvectorConnector(collection=table, url=url) as connector:  # key ranges for a distributed scan
         shares = [[r.id for b in connector.iter_partition(s, 2) for r in b.records] for s in connector.partitions(3)]
     assert [i for share in shares for i in share] == ids and all(shares)
 
