@@ -48,7 +48,7 @@ class _Column:
     typmod: int
     binary: bool  # psycopg can load it in binary format; else it is selected as text
     writable: bool
-    oid: int = 0
+    oid: int
 
 
 @dataclass(frozen=True)
