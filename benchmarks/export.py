@@ -8,13 +8,16 @@ list, the same loop making each page one float32 matrix, which any use of the ve
 ``Connector.iter_batches`` over the same data read as a re-scan reads it (ids and vectors; a columnar page
 builds no record), also without the private copy for a connector that reads one, so the copy is priced apart,
 and (c) with every ``VectorRecord`` built, as a first scan does; same page size, alternating runs, keeping the
-best of ``--repeats``. With ``--scan``, also one whole first scan with the fast tier per store. Prints one table.
+best of ``--repeats``. With ``--scan``, also one whole first scan with the fast tier per store; with ``--memory``,
+the peak RSS of a fresh process that reads the store once raw and once through the connector's pages. Prints one
+table.
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import multiprocessing
 import sys
 import tempfile
 import time
@@ -280,9 +283,24 @@ def ways(store: Store) -> list[str]:
     return [w for w in WAYS if (w != "raw-matrix" or store.hands_lists) and (w != "pages-in-place" or store.copies)]
 
 
-def measure(name: str, store: Store, records: list[VectorRecord], repeats: int, scan: bool) -> dict[str, float]:
+def _read_peak(name: str, ctx: dict, way: str) -> float:
+    read_once(STORES[name](), ctx, way)
+    # VmHWM, not ru_maxrss: a spawned child's ru_maxrss starts at its parent's peak (Linux keeps it across exec)
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+def peak_mib(name: str, ctx: dict, way: str) -> float:
+    """Peak RSS (MiB) of a fresh process, its imports included, that reads the whole store once this way."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_read_peak, (name, ctx, way))
+
+
+def measure(
+    name: str, store: Store, records: list[VectorRecord], repeats: int, scan: bool, memory: bool
+) -> dict[str, float]:
     """Vectors/s, best of ``repeats`` for each way, runs alternating so load changes hit every way alike; then
-    (``scan``) one whole fast-tier scan."""
+    (``scan``) one whole fast-tier scan and (``memory``) the peak memory of reading raw and as pages."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
         ctx = store.fill(Path(tmp), records)
         best = dict.fromkeys(ways(store), float("inf"))
@@ -295,21 +313,27 @@ def measure(name: str, store: Store, records: list[VectorRecord], repeats: int, 
             seconds, n = time_it(functools.partial(scan_once, store, ctx, name))
             assert n == len(records), (name, "scan", n)
             best["scan"] = seconds
+        peaks = {f"peak {way}": peak_mib(name, ctx, way) for way in ("raw", "pages")} if memory else {}
     rates = {way: len(records) / seconds for way, seconds in best.items()}
     print(f"{name}: " + ", ".join(f"{way} {rate:,.0f}/s" for way, rate in rates.items()), flush=True)
-    return rates
+    return rates | peaks
 
 
 def main() -> None:
     parser = bench_parser(__doc__, records=100_000, dim=384, repeats=3)
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--scan", action="store_true", help="also time one whole fast-tier scan per store")
+    parser.add_argument("--memory", action="store_true", help="also the peak memory of reading raw and as pages")
     args = parser.parse_args()
     records = make_records(args.records, args.dim)
-    rows = {name: measure(name, STORES[name](), records, args.repeats, args.scan) for name in args.stores.split(",")}
+    rows = {
+        name: measure(name, STORES[name](), records, args.repeats, args.scan, args.memory)
+        for name in args.stores.split(",")
+    }
     print("\nvectors/s; overheads are over the raw export (and over raw-matrix where the client hands out lists)")
-    print("| store | " + " | ".join(WAYS) + " | pages overhead | records overhead | private copy | scan | scan / raw |")
-    print("|---" * (len(WAYS) + 6) + "|")
+    header = [*WAYS, "pages overhead", "records overhead", "private copy", "scan", "scan / raw", "peak MiB raw / pages"]
+    print("| store | " + " | ".join(header) + " |")
+    print("|---" * (len(header) + 1) + "|")
     for name, rates in rows.items():
         cells = [f"{rates[way]:,.0f}" if way in rates else "—" for way in WAYS]
         bases = [rates["raw"], *([rates["raw-matrix"]] if "raw-matrix" in rates else [])]
@@ -320,7 +344,8 @@ def main() -> None:
             else "—"
         )
         scanned = f"{rates['scan']:,.0f} | {rates['scan'] / rates['raw']:.3f}×" if "scan" in rates else "— | —"
-        print(f"| {name} | " + " | ".join(cells) + f" | {over[0]} | {over[1]} | {copy} | {scanned} |")
+        peaks = f"{rates['peak raw']:,.0f} / {rates['peak pages']:,.0f}" if "peak raw" in rates else "—"
+        print(f"| {name} | " + " | ".join(cells) + f" | {over[0]} | {over[1]} | {copy} | {scanned} | {peaks} |")
 
 
 if __name__ == "__main__":

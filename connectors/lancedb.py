@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
 from vdbguard.connectors.support import is_integer, metric_name
 
@@ -25,7 +28,8 @@ def normalise_metric(metric: str) -> str:
     return metric_name(metric) or metric.lower()
 
 
-READ_ROWS = 4096
+READ_BYTES = 12 << 20  # of vectors per query
+AHEAD = 2  # queries under way
 
 
 class LanceDBConnector(Connector):
@@ -184,18 +188,29 @@ class LanceDBConnector(Connector):
         table = self._open(version)
         version = int(table.version)
         layout = self._layout(table)
-        # One query per READ_ROWS rows: a single query over the whole table holds most of it in memory (422 MiB
-        # for 100k x 384-d, against 250 MiB this way), and Lance skips to an offset in constant time.
-        rows = max(batch_size, READ_ROWS)
-        while True:
-            query = table.search().select(layout.schema.names).offset(offset).limit(rows)
-            chunk = query.to_arrow().combine_chunks()
-            for start in range(0, chunk.num_rows, batch_size):
-                page = chunk.slice(start, batch_size)
-                offset += page.num_rows
-                yield self._batch(page, layout, _cursor(version, offset))
-            if chunk.num_rows < rows:
-                return
+        # One query per READ_BYTES of vectors, AHEAD of them under way while this one's pages are handed out. A
+        # single query over the whole table holds more and more of it (peak 327 MiB at 100k x 384-d, 543 MiB at
+        # 1M); each query has a fixed cost, hidden by the ones under way, and Lance skips to an offset in
+        # constant time. BENCHMARKS.md: "LanceDB queries under way".
+        types = [layout.schema.field(name).type for name in layout.vectors]
+        row_bytes = sum(t.list_size * t.value_type.bit_width for t in types) // 8
+        rows, names = max(batch_size, READ_BYTES // max(row_bytes, 1)), layout.schema.names
+
+        def read(start: int) -> pa.Table:
+            return table.search().select(names).offset(start).limit(rows).to_batches(rows).read_all()
+
+        with ThreadPoolExecutor(AHEAD, thread_name_prefix="vdbguard-lancedb") as pool:
+            pending = deque(pool.submit(read, offset + i * rows) for i in range(AHEAD))
+            while True:
+                chunk = pending.popleft().result()
+                if chunk.num_rows == rows:
+                    pending.append(pool.submit(read, offset + AHEAD * rows))
+                for start in range(0, chunk.num_rows, batch_size):
+                    page = chunk.slice(start, batch_size)
+                    offset += page.num_rows
+                    yield self._batch(page, layout, _cursor(version, offset))
+                if chunk.num_rows < rows:
+                    return
 
     def partitions(self, count: int) -> list[Partition]:
         """Runs of offsets in one pinned table version: every share reads the same snapshot."""
@@ -206,11 +221,11 @@ class LanceDBConnector(Connector):
     def _batch(self, page: pa.Table, layout: _Layout, cursor: str) -> Batch:
         """One vector column: the page as columns, records built only for the rows a scan attacks. Several: as
         records, each with its named vectors."""
-        ids = [str(v) for v in page.column(self.id_column).to_pylist()]
+        ids = page.column(self.id_column).cast(pa.string()).to_pylist()
         texts = page.column(layout.text).to_pylist() if layout.text else [None] * len(ids)
         raw = page.column(layout.json_payload).to_pylist() if layout.json_payload else [None] * len(ids)
         others = [page.column(column).to_pylist() for column in layout.others]
-        vectors = {name: _matrix(page.column(name).combine_chunks()) for name in layout.vectors}
+        vectors = {name: _matrix(_one_array(page.column(name))) for name in layout.vectors}
 
         def record(i: int) -> VectorRecord:
             payload: dict[str, Any] = {}
@@ -233,7 +248,10 @@ class LanceDBConnector(Connector):
 
         if len(vectors) > 1:
             return Batch([record(i) for i in range(len(ids))], cursor)
-        stored = [(r or "").encode() for r in raw]
+        if layout.json_payload:
+            stored = pc.fill_null(page.column(layout.json_payload), "").cast(pa.binary()).to_pylist()
+        else:
+            stored = [b""] * len(ids)
         if others:  # the digest sees every payload column as stored
             stored = [json.dumps([r, *(o[i] for o in others)], default=str).encode() for i, r in enumerate(raw)]
         matrix, present = vectors[layout.primary]
@@ -384,6 +402,11 @@ def _index_metric(table: Any, column: str) -> str | None:
     except Exception:
         return None
     return None
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array, copied only when it has several chunks (``combine_chunks`` always copies)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _matrix(column: pa.FixedSizeListArray) -> tuple[np.ndarray, np.ndarray]:

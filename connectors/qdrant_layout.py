@@ -88,15 +88,14 @@ class VectorLayout:
         """A scrolled page, as columns when every point holds the one unnamed vector at the collection's
         dimension (a record is built only for a row the scan attacks), else as records. Either way a row
         digests alike: payloads hash as the sorted JSON a record's digest uses."""
-        dimension = self.dimension
         vectors = [p.vector for p in points]
-        if self.named or self.primary is None or any(not _dense(v) or len(v) != dimension for v in vectors):
+        matrix = None if self.named or self.primary is None else _as_matrix(vectors, self.dimension)
+        if matrix is None:
             return Batch(
                 [self.record(p.id, v, p.payload, collection) for p, v in zip(points, vectors, strict=True)], cursor
             )
         ids = [str(p.id) for p in points]
-        matrix = np.array(vectors, dtype=np.float32).reshape(len(points), dimension or 0)
-        payloads = [dict(p.payload) if p.payload else {} for p in points]
+        payloads = [p.payload or {} for p in points]  # each point's own dict, read once
 
         def record(i: int) -> VectorRecord:
             return VectorRecord(id=ids[i], vector=matrix[i], payload=payloads[i], collection=collection)
@@ -128,6 +127,15 @@ class VectorLayout:
             )
         vectors[self.primary] = vector
         return vectors
+
+
+def _as_matrix(vectors: list[Any], dimension: int | None) -> np.ndarray | None:
+    """A page's vectors as one float32 matrix; None when a row is not one dense vector of ``dimension``."""
+    try:
+        matrix = np.array(vectors, dtype=np.float32)
+    except (TypeError, ValueError):  # a missing, named, ragged or nested vector
+        return None
+    return matrix if matrix.ndim == 2 and matrix.shape[1] == dimension else None
 
 
 def _dense(value: Any) -> bool:

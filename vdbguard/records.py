@@ -77,7 +77,10 @@ def row_digest(record_id: str, vector: np.ndarray | None, payload: bytes, text: 
 def payload_bytes(payload: dict[str, Any]) -> bytes:
     """A payload as a digest reads it: sorted JSON. A columnar page that keeps the store's own dicts passes this
     as its stored payload, so its rows digest exactly as their records would."""
-    return json.dumps(payload, sort_keys=True, default=str).encode()
+    return _PAYLOAD_JSON.encode(payload).encode()
+
+
+_PAYLOAD_JSON = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps would build one per call
 
 
 def record_digest(record: VectorRecord) -> bytes:

@@ -3,6 +3,7 @@ each mode, scanning a store another process holds, read-only keys, failing close
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -173,16 +174,25 @@ def test_edge_path_may_name_the_shard_itself(tmp_path: Path) -> None:
         connector.describe()
 
 
-def test_sparse_copy_keeps_holes_and_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_kernel", [True, False], ids=["copy_file_range", "without it"])
+def test_sparse_copy_keeps_holes_and_bytes(tmp_path: Path, in_kernel: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not in_kernel:  # as on a kernel or file system without copy_file_range
+        monkeypatch.setattr(os, "copy_file_range", _refuse, raising=False)
     source = tmp_path / "src"
     source.mkdir()
     with open(source / "wal", "wb") as file:
         file.truncate(64 << 20)
         file.seek(5 << 20)
         file.write(b"written")
+        file.seek(40 << 20)
+        file.write(os.urandom(3 << 20))
     copy_tree_sparse(source, tmp_path / "dst")
     assert (tmp_path / "dst" / "wal").read_bytes() == (source / "wal").read_bytes()
-    assert os.stat(tmp_path / "dst" / "wal").st_blocks * 512 < (1 << 20)
+    assert os.stat(tmp_path / "dst" / "wal").st_blocks * 512 < (5 << 20)
+
+
+def _refuse(*args: object) -> int:
+    raise OSError(errno.EXDEV, "Invalid cross-device link")
 
 
 # -- server specifics ------------------------------------------------------------------------------
