@@ -36,23 +36,34 @@ def _mpnet_dir() -> Path | None:
             parts += [distribution(package).locate_file(f) for f in files if ".zip.00" in f.name]
     except PackageNotFoundError:
         return None
-    target = cache_root() / "embedders"
-    model_dir = target / "all-mpnet-base-v2"
+    model_dir = cache_root() / "embedders" / "all-mpnet-base-v2"
     if not (model_dir / "modules.json").exists():
-        import tempfile
-        import zipfile
-
-        target.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target) as tmp:
-            joined = Path(tmp) / "model.zip"
-            with joined.open("wb") as out:
-                for part in sorted(parts, key=lambda p: p.name):
-                    out.write(Path(part).read_bytes())
-            with zipfile.ZipFile(joined) as archive:
-                archive.extractall(Path(tmp) / "unpacked")
-            found = next((Path(tmp) / "unpacked").rglob("modules.json")).parent
-            os.replace(found, model_dir)
+        unpack(parts, model_dir)
     return model_dir
+
+
+def unpack(parts: list[Path], model_dir: Path) -> None:
+    """Join a zipped model's parts and unpack its folder (the one with ``modules.json``) as ``model_dir``.
+
+    Processes that start at once (parallel jobs, Ray workers) each unpack their own copy and move it into place
+    in one step; the first one there wins and the others use it."""
+    import tempfile
+    import zipfile
+
+    model_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=model_dir.parent) as tmp:
+        joined = Path(tmp) / "model.zip"
+        with joined.open("wb") as out:
+            for part in sorted(parts, key=lambda p: p.name):
+                out.write(Path(part).read_bytes())
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(Path(tmp) / "unpacked")
+        found = next((Path(tmp) / "unpacked").rglob("modules.json")).parent
+        try:
+            os.replace(found, model_dir)
+        except OSError:
+            if not (model_dir / "modules.json").exists():  # not another process's finished unpack: a real error
+                raise
 
 
 def _packaged_models() -> dict[str, Path | None]:
