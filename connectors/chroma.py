@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,10 +41,11 @@ class ChromaConnector(StoreCalls, Connector):
     Read-only guarantee (embedded mode): chromadb 1.5.x rewrites ``chroma.sqlite3`` and the HNSW
     segment files whenever a ``PersistentClient`` opens a collection and reads from it, even without
     any write. So with ``snapshot=True`` (the default) reads open a private copy of the persist
-    directory, made with ``shutil.copytree`` under the temp dir on first read and deleted by
-    ``close()``; the store itself is never opened for reading. The copy costs disk space and time
-    proportional to the store, and a copy taken while another process writes may be torn: snapshot a
-    quiescent store. ``snapshot=False`` reads the store in place (Chroma will touch its files).
+    directory under the temp dir, made on first read and deleted by ``close()``; the store itself is
+    never opened for reading. The copy holds ``chroma.sqlite3`` and this collection's index, not the
+    other collections' (so it costs disk space and time in proportion to the database and this
+    collection), and a copy taken while another process writes may be torn: snapshot a quiescent store.
+    ``snapshot=False`` reads the store in place (Chroma will touch its files).
     ``upsert()`` always writes to the real store, through a client opened lazily on first write; it
     drops the current snapshot so that later reads see the new rows.
 
@@ -88,7 +91,7 @@ class ChromaConnector(StoreCalls, Connector):
         self.metric = metric
         self._store: _Server | _Local
         if path is not None:
-            self._store = _Local(Path(path).expanduser(), snapshot, create, tenant, database)
+            self._store = _Local(Path(path).expanduser(), snapshot, create, tenant, database, collection)
         else:
             assert url is not None
             self._store = _Server(url, dict(headers) if headers else None, tenant, database, tls_verify)
@@ -362,8 +365,9 @@ class _Local(EmbeddedStore):
     described_as = "the Chroma store"
     open_hint = "check that the directory is a Chroma persist directory written by chromadb>=1.0"
 
-    def __init__(self, path: Path, snapshot: bool, create: bool, tenant: str, database: str) -> None:
+    def __init__(self, path: Path, snapshot: bool, create: bool, tenant: str, database: str, collection: str) -> None:
         super().__init__(path, snapshot)
+        self._collection = collection
         if path.exists() and not path.is_dir():
             raise ConnectorError(f"Chroma path {self.location} is not a directory")
         if not path.exists() and not create:
@@ -380,6 +384,41 @@ class _Local(EmbeddedStore):
 
     def _connect(self, path: Path) -> Any:
         return chromadb.PersistentClient(path=str(path), tenant=self._tenant, database=self._database)
+
+    def _copy_store(self, target: Path) -> None:
+        """The database and every folder but other collections' vector segments (each collection's index is a
+        folder named by its segment id): the copy costs what this collection holds, not the whole store."""
+        database = self.path / _DATABASE_FILE
+        target.mkdir()
+        if database.is_file():
+            shutil.copy2(database, target / _DATABASE_FILE)
+        others = _other_segments(target / _DATABASE_FILE, self._collection, self._tenant, self._database)
+        for entry in self.path.iterdir():
+            if entry.name == _DATABASE_FILE or entry.name in others:
+                continue
+            if entry.is_dir():
+                shutil.copytree(entry, target / entry.name)
+            else:
+                shutil.copy2(entry, target / entry.name)
+
+
+_DATABASE_FILE = "chroma.sqlite3"
+
+
+def _other_segments(database: Path, collection: str, tenant: str, database_name: str) -> set[str]:
+    """Segment ids of every other collection in a (copied) chroma.sqlite3; none when its schema is not the one
+    known (chromadb 1.x), so that an unknown layout is copied whole."""
+    import sqlite3
+
+    query = """
+        SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id JOIN databases d ON c.database_id = d.id
+        WHERE NOT (c.name = ? AND d.name = ? AND d.tenant_id = ?)
+    """
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            return {str(row[0]) for row in db.execute(query, (collection, database_name, tenant))}
+    except sqlite3.Error:
+        return set()
 
 
 def _metric(col: Any) -> str:

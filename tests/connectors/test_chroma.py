@@ -335,6 +335,24 @@ def test_scan_leaves_embedded_store_byte_identical(tmp_path: Path) -> None:
     assert not snapshot_dir.exists(), "close() removes the snapshot copy"
 
 
+def test_the_private_copy_leaves_other_collections_indexes_behind(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    written = make_chroma_store(path, "docs", 300, 32, seed=18)
+    make_chroma_store(path, "other", 1200, 8, seed=19)
+    indexes = {p.name for p in path.iterdir() if p.is_dir()}
+    assert len(indexes) == 2, "each collection keeps its vectors in a folder of its own"
+    with ChromaConnector(collection="docs", path=path) as connector:
+        got = {r.id: r.vector for r in read_all(connector, batch_size=64)}
+        assert connector._store.snapshot_dir is not None
+        copied = {p.name for p in connector._store.snapshot_dir.iterdir() if p.is_dir()}
+    assert len(copied) == 1 and copied < indexes
+    assert got.keys() == {r.id for r in written}
+    for record in written:
+        np.testing.assert_array_equal(got[record.id], record.vector)
+    with ChromaConnector(collection="other", path=path) as connector:
+        assert len(read_all(connector, batch_size=500)) == 1200
+
+
 def test_raw_persistent_client_read_modifies_store(tmp_path: Path) -> None:
     """Documents why the connector snapshots by default (informational: chromadb behaviour may change).
 
