@@ -104,6 +104,23 @@ def test_the_time_budget_limits_a_batch_by_the_measured_cost_per_query(embedder)
     assert search.affordable(100) == 1
 
 
+def test_gradient_seeds_get_the_steps_their_share_of_the_budget_affords(embedder) -> None:
+    from vdbguard.attacks.gradient import GradientInversion
+
+    targets = embedder.encode(list(TARGETS))
+    steps = {}
+    for budget in (0.0, 1e-4, 1e4):  # none, far too small for one step, far more than the steps need
+        attack = AdversarialDecoding(seed_steps=60, max_seconds=budget, threads=1)
+        attack.embedder = embedder
+        gradient = GradientInversion(threads=1)
+        gradient.embedder = embedder
+        steps[budget] = attack.seed_steps_affordable(gradient, targets)
+    assert steps == {0.0: 60, 1e-4: 0, 1e4: 60}
+    starved = AdversarialDecoding(seed_steps=60, max_seconds=1e-4, threads=1)
+    starved.embedder = embedder
+    assert starved._seeds(targets, None) == [[], []]  # unseeded rather than seeds the budget cannot pay for
+
+
 def test_a_record_budget_goes_only_to_attacks_that_take_one_and_have_none() -> None:
     from vdbguard.attacks.base import with_record_budget
     from vdbguard.attacks.gradient import GradientInversion

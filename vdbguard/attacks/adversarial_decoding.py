@@ -97,6 +97,11 @@ def _language_model():  # -> transformers.LlamaForCausalLM, all 30 layers
     return load_decoder(tuple(range(int(decoder_config()["num_hidden_layers"]))))
 
 
+SEED_SHARE = 0.5  # of a budgeted search's CPU-seconds that its gradient seeds may take
+PROBE_STEPS = 2  # gradient steps timed to learn what one costs on this embedder
+MIN_SEED_STEPS = 20  # fewer steps leave the relaxed tokens near random: search unseeded instead
+
+
 @functools.lru_cache(maxsize=2)
 def vocabulary_table(embedder: Embedder) -> tuple[list[str], np.ndarray]:
     """The whole words of the embedder's tokenizer and their unit vectors, embedded once per model (on disk)
@@ -127,8 +132,9 @@ class AdversarialDecoding(Attack):
     # 2: residual polish; 3: budgets in CPU-seconds, seeds included; 4: the embedder's packaged generative model
     # proposes the first beam search's tokens; 5: and writes whole drafts first, polished first under a budget;
     # 6: the answer is the shortest hypothesis within ``tolerance`` of the closest, and every search (not only a
-    # budgeted one) polishes the best draft first and takes no gradient seeds when drafts come
-    version: ClassVar[int] = 6
+    # budgeted one) polishes the best draft first and takes no gradient seeds when drafts come; 7: under a time
+    # budget, gradient seeds get only the steps half of it affords
+    version: ClassVar[int] = 7
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25
@@ -249,16 +255,30 @@ class AdversarialDecoding(Attack):
 
     def _seeds(self, targets: np.ndarray, generative: GenerativeInversion | None) -> list[list[str]]:
         """Words from white-box gradient inversion, when the embedder's weights allow it and no conditioned
-        model proposes (its drafts start closer, and the seeds would take 1.6 of the scan's 1.8 CPU-seconds)."""
+        model proposes (its drafts start closer, and the seeds would take 1.6 of the scan's 1.8 CPU-seconds).
+        Under a time budget they get the optimisation steps that ``SEED_SHARE`` of it affords, or none: on
+        mpnet the full 100 steps took three times the whole budget and left the search no time."""
         if not self.seed_words or generative is not None:
             return [[] for _ in targets]
         gradient = GradientInversion(steps=self.seed_steps, threads=self.threads)
         gradient.embedder = self.embedder
         try:
-            found = gradient.infer(targets)
+            gradient.steps = self.seed_steps_affordable(gradient, targets)
+            found = gradient.infer(targets) if gradient.steps >= MIN_SEED_STEPS else []
         except VdbguardError:  # not a white-box model: search unseeded
-            return [[] for _ in targets]
-        return [inference.recovered_text.split()[: self.seed_words] for inference in found]
+            found = []
+        return [inference.recovered_text.split()[: self.seed_words] for inference in found] or [[] for _ in targets]
+
+    def seed_steps_affordable(self, gradient: GradientInversion, targets: np.ndarray) -> int:
+        """``seed_steps``, or under a time budget what ``SEED_SHARE`` of it affords at the cost per step that a
+        probe of ``PROBE_STEPS`` steps on these targets measures (the probe's fixed costs make it conservative)."""
+        if not self.max_seconds:
+            return self.seed_steps
+        gradient.steps = PROBE_STEPS
+        started = time.process_time()
+        gradient.infer(targets)
+        per_step = (time.process_time() - started) / PROBE_STEPS
+        return min(self.seed_steps, int(SEED_SHARE * self.max_seconds * len(targets) / max(per_step, 1e-9)))
 
     def _drafts(self, targets: np.ndarray, generative: GenerativeInversion | None) -> list[list[str]]:
         """The generative model's own ``drafts`` best sentences per record, one batched beam search for all."""
