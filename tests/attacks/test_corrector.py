@@ -117,7 +117,8 @@ def test_adversarial_decoding_runs_the_corrector_it_is_given(trained, embedder, 
 
 @needs_decoder
 def test_validation_keeps_the_weights_with_the_lowest_held_out_loss(pairs, tmp_path: Path) -> None:
-    corrector = UniversalCorrector(TINY, threads=1)
+    # float32: on a CPU with bfloat16 matmuls the same weights' loss moved by 0.013 between two evaluations
+    corrector = UniversalCorrector(TINY, threads=1, bf16=False)
     kept: list[tuple[dict[str, float], dict]] = []
     facts = corrector.train(
         pairs[4:],

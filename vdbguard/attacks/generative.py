@@ -517,7 +517,7 @@ class GenerativeInversion(Attack):
         It was trained on an accelerator on ~150,000 real sentences with all 30 decoder layers and the whole
         output vocabulary (``benchmarks/train_generative_gpu.py``), which the CPU default cannot afford."""
         facts = _packaged_facts()
-        if facts is None or facts["embedder_fingerprint"] != embedder.fingerprint:
+        if facts is None or not embedder.computes_like(facts["embedder_probes"]):
             return None
         config = facts["config"]
         attack = cls(**{name: config[name] for name in _DECODER_SETTINGS})

@@ -16,6 +16,7 @@ from vdbguard.progress import Advance
 
 SAME_TEXT = 0.98  # cosine of a vector and its own text re-embedded: 0.9999+ measured; batch padding aside
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+PROBE_TOLERANCE = 1e-3  # largest difference of one probe component between two runs of the same model
 _FINGERPRINT_PROBES = (
     "vdbguard fingerprint probe: the quick brown fox.",
     "Jane Doe, born 1970-01-01, jane@example.com",
@@ -135,8 +136,16 @@ class Embedder:
 
     @cached_property
     def fingerprint(self) -> str:
-        """Identifies the model by what it computes, not where it lives, so caches survive moves."""
+        """Identifies the model by what it computes, not where it lives, so caches survive moves. The probes'
+        embeddings are hashed at two decimals: float noise between CPUs and library versions (about 1e-7) moved
+        values across the four-decimal rounding it used before, and the same MiniLM hashed two ways."""
         return str(self._identity()["fingerprint"])
+
+    def computes_like(self, probes: Sequence[Sequence[float]]) -> bool:
+        """Whether this model embeds the fingerprint probes as ``probes`` (a model's, recorded elsewhere) do, up
+        to float noise: how a model packaged for one embedder recognises it on any machine."""
+        mine, theirs = np.asarray(self._identity()["probes"]), np.asarray(probes, dtype=np.float64)
+        return mine.shape == theirs.shape and float(np.abs(mine - theirs).max()) < PROBE_TOLERANCE
 
     @cached_property
     def files_digest(self) -> str:
@@ -154,13 +163,14 @@ class Embedder:
         re-scan) or only with attacks that never encode text then never loads the model."""
 
         def measure() -> dict[str, object]:
-            probe = np.round(self.encode(list(_FINGERPRINT_PROBES)), 4)
+            probes = self.encode(list(_FINGERPRINT_PROBES))
             return {
-                "fingerprint": hashlib.sha256(probe.tobytes()).hexdigest()[:16],
+                "fingerprint": hashlib.sha256(np.round(probes, 2).astype(np.float32).tobytes()).hexdigest()[:16],
                 "dimension": int(self.model.get_embedding_dimension()),
+                "probes": np.round(probes, 6).tolist(),
             }
 
-        return cached_json(cache_root() / "embedders" / f"{self.files_digest}.json", measure)
+        return cached_json(cache_root() / "embedders" / f"{self.files_digest}-identity-2.json", measure)
 
     def encode(self, texts: Sequence[str], progress: Advance | None = None) -> np.ndarray:
         """Unit-normalised float32 embeddings, in chunks so a progress bar can follow."""
