@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 import lancedb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
 from vdbguard.connectors.support import is_integer, metric_name
 
@@ -248,10 +247,7 @@ class LanceDBConnector(Connector):
 
         if len(vectors) > 1:
             return Batch([record(i) for i in range(len(ids))], cursor)
-        if layout.json_payload:
-            stored = pc.fill_null(page.column(layout.json_payload), "").cast(pa.binary()).to_pylist()
-        else:
-            stored = [b""] * len(ids)
+        stored = [(r or "").encode() for r in raw]
         if others:  # the digest sees every payload column as stored
             stored = [json.dumps([r, *(o[i] for o in others)], default=str).encode() for i, r in enumerate(raw)]
         matrix, present = vectors[layout.primary]

@@ -159,7 +159,7 @@ def _copy_sparse(src: str, dst: str, *, follow_symlinks: bool = True) -> str:
 
 def _copy_range(fin: BinaryIO, fout: BinaryIO, start: int, length: int) -> None:
     """Bytes ``start`` to ``start + length`` of one file to the same place in the other: in the kernel where it
-    can (``copy_file_range``, no copy through Python; measured in BENCHMARKS.md), else through a buffer."""
+    can (``copy_file_range``: no copy through Python), else through a buffer."""
     done = 0
     while done < length and hasattr(os, "copy_file_range"):
         try:
