@@ -137,8 +137,8 @@ class Embedder:
     @cached_property
     def fingerprint(self) -> str:
         """Identifies the model by what it computes, not where it lives, so caches survive moves. The probes'
-        embeddings are hashed at two decimals: float noise between CPUs and library versions (about 1e-7) moved
-        values across the four-decimal rounding it used before, and the same MiniLM hashed two ways."""
+        embeddings are hashed at two decimals: float noise between CPUs and library versions moved values across
+        the four-decimal rounding it used before, and the same MiniLM hashed two ways."""
         return str(self._identity()["fingerprint"])
 
     def computes_like(self, probes: Sequence[Sequence[float]]) -> bool:
