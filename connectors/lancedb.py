@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+import threading
+import types
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
@@ -17,6 +20,33 @@ from vdbguard.connectors.support import is_integer, metric_name
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, Columns, VectorRecord
+
+
+def _defer_package_init(name: str) -> None:
+    """Import package ``name``'s submodules without running its ``__init__`` until a name is asked of the
+    package itself. LanceDB imports its REST namespace client's models, and that client's ``__init__`` builds
+    every REST API class (about 0.4 s of each scan's start); vdbguard reads local and object-store tables and
+    never calls it, while code that does still gets the whole package on first use."""
+    spec = importlib.util.find_spec(name) if name not in sys.modules else None
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return
+    loader, running = spec.loader, threading.Lock()
+
+    class DeferredInit(types.ModuleType):
+        def __getattr__(self, attribute: str) -> Any:
+            with running:
+                if type(self) is DeferredInit:
+                    self.__class__ = types.ModuleType
+                    loader.exec_module(self)
+            return getattr(self, attribute)
+
+    package = importlib.util.module_from_spec(spec)
+    package.__class__ = DeferredInit
+    sys.modules[name] = package
+
+
+_defer_package_init("lance_namespace_urllib3_client")
+import lancedb  # noqa: E402
 
 _META_KEY = b"vdbguard"  # schema metadata written by ensure_collection: {"metric", "text", "payload"}
 _CURSOR_HINT = "pass a cursor taken from a lancedb scan, or none to start over"

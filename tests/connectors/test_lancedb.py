@@ -72,3 +72,25 @@ def test_a_reader_stopped_early_lets_the_connector_close(store: Path, monkeypatc
         first = next(pages)
         pages.close()  # the queries already under way are waited for, not leaked
     assert first.ids == [_pages(store, ROWS)[0][0]]
+
+
+def test_the_connector_leaves_lancedbs_rest_client_to_its_first_use(tmp_path: Path) -> None:
+    """The REST namespace client's ``__init__`` builds every REST API class (about 0.4 s of each scan's start);
+    a scan reads the table without it, and code that asks the package for a name still gets the whole of it."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from vdbguard.connectors.lancedb import LanceDBConnector\n"
+        "from vdbguard.records import VectorRecord\n"
+        f"with LanceDBConnector(collection='t', path={str(tmp_path)!r}) as c:\n"
+        "    c.ensure_collection(2, 'cosine')\n"
+        "    c.upsert([VectorRecord(id='a', vector=np.ones(2, dtype=np.float32))])\n"
+        "    assert [i for b in c.iter_batches() for i in b.ids] == ['a']\n"
+        "assert 'lance_namespace_urllib3_client.api' not in sys.modules\n"
+        "from lance_namespace_urllib3_client import ApiClient, TableApi\n"
+        "assert 'lance_namespace_urllib3_client.api' in sys.modules and callable(ApiClient)\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=300)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import expit
 
 from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
 from vdbguard.corpus import LabelledText
@@ -49,6 +48,8 @@ class PiiProbeAttack(Attack):
                 progress(1)
 
     def probabilities(self, vectors: np.ndarray) -> dict[PiiType, np.ndarray]:
+        from scipy.special import expit  # here: a re-scan with nothing to attack never loads scipy
+
         x = l2_normalise(vectors)
         result = {}
         for pii_type, (weights, bias, slope, intercept) in self.probes.items():

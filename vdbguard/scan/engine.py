@@ -581,19 +581,26 @@ def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
     findings = run.findings()
     summary = run.summary(findings)
     run.finish(summary)
+    attacked, carried, deep_records, flagged_by_fast, flagged_covered = run.count_each(
+        f"attacked_run = {run.id:d}",
+        f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}",
+        "deep",
+        "deep_wanted AND finding IS NOT NULL",
+        "deep AND deep_wanted AND finding IS NOT NULL",
+    )
     return ScanResult(
         findings=findings,
         problems=run.problems(),
         summary=summary,
         coverage=Coverage(
-            records_in_collection=run.count(),
-            records_attacked=run.attacked(),
-            records_carried_over=run.count(f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}"),
+            records_in_collection=summary.records_scanned,
+            records_attacked=attacked,
+            records_carried_over=carried,
             fast_tier_sample=sample,
             deep_attacks=[] if deep is None else list(deep.attack_names),
-            deep_records=run.count("deep"),
-            deep_flagged_by_fast=run.count("deep_wanted AND finding IS NOT NULL"),
-            deep_flagged_covered=run.count("deep AND deep_wanted AND finding IS NOT NULL"),
+            deep_records=deep_records,
+            deep_flagged_by_fast=flagged_by_fast,
+            deep_flagged_covered=flagged_covered,
             deep_budget_exhausted=run.deep_exhausted,
             findings_resolved=run.findings_resolved(),
         ),

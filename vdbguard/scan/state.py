@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
@@ -33,6 +33,7 @@ from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
 log = logging.getLogger(__name__)
 
 STATE_SCHEMA = 2
+LOOKUP_CHUNK = 500  # ids per statement: under SQLite's oldest bound of 999 variables
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,7 +69,7 @@ CREATE TABLE IF NOT EXISTS records (
     problem TEXT,
     PRIMARY KEY (target, record_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS records_by_run ON records (target, run_id);
+DROP INDEX IF EXISTS records_by_run;
 """
 
 
@@ -93,9 +94,8 @@ def verdict_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Known:
-    """What the state remembers about one record."""
+class Known(NamedTuple):
+    """What the state remembers about one record (a tuple: a re-scan makes one per stored record)."""
 
     digest: bytes | None
     verdict_key: str | None
@@ -193,7 +193,7 @@ class ScanStore:
             _make_owner_only(path)
         except (sqlite3.OperationalError, OSError) as exc:
             raise storage_error(path, exc) from exc
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged header can name another encoding
             raise VdbguardError(
                 f"{path} is not a vdbguard state file ({exc})",
                 "pass another state path; a JSON --state file from vdbguard < 0.2 cannot be reused: delete it",
@@ -336,15 +336,15 @@ class Run:
 
     def lookup(self, record_ids: Sequence[str]) -> dict[str, Known]:
         known: dict[str, Known] = {}
-        for start in range(0, len(record_ids), 500):
-            chunk = list(record_ids[start : start + 500])
+        for start in range(0, len(record_ids), LOOKUP_CHUNK):
+            chunk = list(record_ids[start : start + LOOKUP_CHUNK])
             marks = ",".join("?" * len(chunk))
-            for rid, digest, key, run_id, pending in self.db.execute(
+            rows = self.db.execute(
                 "SELECT record_id, digest, verdict_key, run_id, deep_wanted AND NOT deep FROM records "
                 f"WHERE target = ? AND record_id IN ({marks})",
                 (self.target, *chunk),
-            ):
-                known[rid] = Known(digest, key, run_id, bool(pending))
+            )
+            known.update((rid, Known(digest, key, run_id, pending == 1)) for rid, digest, key, run_id, pending in rows)
         return known
 
     def verdicts(self) -> tuple[dict[str, bytes | None], set[str]]:
@@ -365,10 +365,13 @@ class Run:
     def commit_batch(self, cursor: str | None, rows: Iterable[RecordRow], carried: Iterable[str]) -> None:
         """This batch's new verdicts, the records carried over and the cursor, in one transaction."""
         with self.store._transaction() as db:
-            db.executemany(
-                "UPDATE records SET run_id = ? WHERE target = ? AND record_id = ?",
-                [(self.id, self.target, rid) for rid in carried],
-            )
+            carried = list(carried)
+            for start in range(0, len(carried), LOOKUP_CHUNK):
+                chunk = carried[start : start + LOOKUP_CHUNK]
+                db.execute(
+                    f"UPDATE records SET run_id = ? WHERE target = ? AND record_id IN ({','.join('?' * len(chunk))})",
+                    (self.id, self.target, *chunk),
+                )
             db.executemany(
                 "INSERT OR REPLACE INTO records (target, record_id, digest, verdict_key, run_id, attacked_run, "
                 "has_text, has_pii, deep, deep_wanted, finding, problem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -429,11 +432,15 @@ class Run:
         return [RecordProblem.model_validate_json(p) for p in self._rows("problem")]
 
     def count(self, where: str = "1") -> int:
-        return int(
-            self.db.execute(
-                f"SELECT COUNT(*) FROM records WHERE target = ? AND run_id = ? AND {where}", (self.target, self.id)
-            ).fetchone()[0]
-        )
+        return self.count_each(where)[0]
+
+    def count_each(self, *conditions: str) -> list[int]:
+        """How many of this run's records meet each condition, in one pass over them."""
+        sums = ", ".join(f"COALESCE(SUM({condition}), 0)" for condition in conditions)
+        row = self.db.execute(
+            f"SELECT {sums} FROM records WHERE target = ? AND run_id = ?", (self.target, self.id)
+        ).fetchone()
+        return [int(value) for value in row]
 
     def summary(self, findings: Iterable[Finding]) -> Summary:
         """This run's counts; ``findings`` are ``self.findings()``, read once by the caller."""
@@ -442,15 +449,18 @@ class Run:
         for finding in findings:
             severities[finding.severity.value] += 1
             types.update(finding.pii_types)
+        scanned, skipped, with_text, with_pii, pii_flagged = self.count_each(
+            "1", "problem IS NOT NULL", "has_text", "has_pii", "has_pii AND finding IS NOT NULL"
+        )
         return Summary(
-            records_scanned=self.count(),
+            records_scanned=scanned,
             records_flagged=sum(severities.values()),
-            records_skipped=self.count("problem IS NOT NULL"),
+            records_skipped=skipped,
             by_severity=dict(severities),
             by_pii_type=dict(types),
-            records_with_source_text=self.count("has_text"),
-            source_pii_records=self.count("has_pii"),
-            source_pii_flagged=self.count("has_pii AND finding IS NOT NULL"),
+            records_with_source_text=with_text,
+            source_pii_records=with_pii,
+            source_pii_flagged=pii_flagged,
         )
 
     def previous_rate(self) -> tuple[int, float | None]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import expit
 
 from vdbguard.pii import PiiType
 
@@ -40,6 +39,8 @@ class TypeModel:
     bias: float
 
     def probability(self, scores: Sequence[Mapping[ScoreKey, float]], pii_type: str) -> np.ndarray:
+        from scipy.special import expit  # here: a re-scan with nothing to attack never loads scipy
+
         features = _features(scores, self.attacks, pii_type)
         z = (features - np.asarray(self.mean)) / np.asarray(self.scale)
         return expit(z @ np.asarray(self.weights) + self.bias)
