@@ -8,6 +8,7 @@ they catch a verdict that flags everything or nothing, not a point of recall.
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
 from vdbguard.scan import scan_collection
 from vdbguard.scan.engine import FUSED
-from vdbguard.scan.owner import CalibrationOptions
+from vdbguard.scan.owner import CalibrationOptions, fitted_for
 from vdbguard.scan.verdict import StackedVerdict
 
 WITH_TEXT, WITHOUT_TEXT = 420, 80
@@ -133,6 +134,24 @@ def test_owner_calibration_judges_records_without_text_and_can_be_reused(
     assert reused.calibration is not None and reused.calibration.loaded_from == str(saved)
     first = {f.record_id: f.pii_types for f in report.findings if f.record_id in {r.id for r in bare}}
     assert {f.record_id: f.pii_types for f in reused.findings} == first
+
+    # on a machine whose float noise hashes the same model to another fingerprint, the probes still match
+    saved_file = saved / "calibration.json"
+    payload = json.loads(saved_file.read_text())
+    assert np.allclose(payload["embedder_probes"], embedder.probe_embeddings)
+    saved_file.write_text(json.dumps({**payload, "embedder": "fingerprint-elsewhere"}))
+    moved = scan(bare, embedder, mode="off", load_from=saved)
+    assert {f.record_id: f.pii_types for f in moved.findings} == first
+
+
+def test_a_saved_calibration_is_refused_for_another_model_and_kept_across_float_noise() -> None:
+    probes = np.random.default_rng(0).normal(size=(3, 8)).round(6).tolist()
+    saved = {"embedder": "aaaa", "embedder_probes": probes}
+    assert fitted_for(saved, "aaaa", None)
+    assert fitted_for(saved, "bbbb", (np.asarray(probes) + 2e-4).tolist())
+    assert not fitted_for(saved, "bbbb", (np.asarray(probes) + 1e-2).tolist())
+    assert not fitted_for(saved, "bbbb", None)  # --embedder store: only the fingerprint can say
+    assert not fitted_for({"embedder": "aaaa"}, "bbbb", probes)  # saved before probes were recorded
 
 
 def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_cache: Path) -> None:

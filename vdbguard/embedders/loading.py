@@ -101,6 +101,12 @@ def resolve_model_path(name_or_path: str) -> Path:
     )
 
 
+def same_probe_embeddings(mine: Sequence[Sequence[float]], theirs: Sequence[Sequence[float]]) -> bool:
+    """Two records of the fingerprint probes' embeddings that agree up to float noise between CPUs."""
+    a, b = np.asarray(mine, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
+    return a.shape == b.shape and float(np.abs(a - b).max()) < PROBE_TOLERANCE
+
+
 class Embedder:
     """A sentence-transformers model loaded from disk with the Hugging Face hub switched off."""
 
@@ -141,11 +147,15 @@ class Embedder:
         the four-decimal rounding it used before, and the same MiniLM hashed two ways."""
         return str(self._identity()["fingerprint"])
 
+    @property
+    def probe_embeddings(self) -> list[list[float]]:
+        """The fingerprint probes' embeddings (6 decimals), for files made for this model to record."""
+        return self._identity()["probes"]  # type: ignore[return-value]
+
     def computes_like(self, probes: Sequence[Sequence[float]]) -> bool:
         """Whether this model embeds the fingerprint probes as ``probes`` (a model's, recorded elsewhere) do, up
         to float noise: how a model packaged for one embedder recognises it on any machine."""
-        mine, theirs = np.asarray(self._identity()["probes"]), np.asarray(probes, dtype=np.float64)
-        return mine.shape == theirs.shape and float(np.abs(mine - theirs).max()) < PROBE_TOLERANCE
+        return same_probe_embeddings(self.probe_embeddings, probes)
 
     @cached_property
     def files_digest(self) -> str:

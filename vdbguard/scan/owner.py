@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from vdbguard.connectors.base import Connector
 from vdbguard.corpus import LabelledText
 from vdbguard.detectors.base import Detector
 from vdbguard.embedders import Embedder
+from vdbguard.embedders.loading import same_probe_embeddings
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
@@ -233,7 +234,12 @@ def has_saved_calibration(directory: Path) -> bool:
     return (directory / _CALIBRATION_FILE).is_file()
 
 
-def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerprint: str) -> None:
+def save_calibration(
+    calibrated: Calibrated,
+    directory: Path,
+    embedder_fingerprint: str,
+    embedder_probes: Sequence[Sequence[float]] | None = None,
+) -> None:
     """Keep the store-fitted probe, alignment and verdict for other collections made with the same embedder."""
     private_dir(directory)
     for attack in calibrated.attacks:
@@ -243,18 +249,35 @@ def save_calibration(calibrated: Calibrated, directory: Path, embedder_fingerpri
             attack.save(directory / "alignment")
     payload = {
         "embedder": embedder_fingerprint,
+        "embedder_probes": None if embedder_probes is None else [list(row) for row in embedder_probes],
         "verdict": calibrated.verdict.to_json(),
         "report": calibrated.report.model_dump(mode="json"),
     }
     (directory / _CALIBRATION_FILE).write_text(json.dumps(payload, indent=2))
 
 
-def load_calibration(directory: Path, attacks: Sequence[Attack], embedder_fingerprint: str) -> Calibrated:
+def fitted_for(
+    payload: dict[str, Any], embedder_fingerprint: str, embedder_probes: Sequence[Sequence[float]] | None
+) -> bool:
+    """Whether a saved calibration was made for this embedder: the same fingerprint, or the same probe embeddings
+    up to float noise (a fingerprint can differ between CPUs, as it did for the packaged generative model)."""
+    if payload["embedder"] == embedder_fingerprint:
+        return True
+    saved = payload.get("embedder_probes")
+    return saved is not None and embedder_probes is not None and same_probe_embeddings(saved, embedder_probes)
+
+
+def load_calibration(
+    directory: Path,
+    attacks: Sequence[Attack],
+    embedder_fingerprint: str,
+    embedder_probes: Sequence[Sequence[float]] | None = None,
+) -> Calibrated:
     path = directory / _CALIBRATION_FILE
     if not path.is_file():
         raise VdbguardError(f"{directory} holds no saved calibration", "save one with --save-calibration DIR")
     payload = json.loads(path.read_text())
-    if payload["embedder"] != embedder_fingerprint:
+    if not fitted_for(payload, embedder_fingerprint, embedder_probes):
         raise VdbguardError(
             f"the calibration in {directory} was fitted for another embedder",
             "calibrate again on a collection made with this embedder",
@@ -279,11 +302,13 @@ def owner_calibration(
     batch_size: int = 256,
     progress: ProgressSink | None = None,
     align_to: Embedder | None = None,
+    embedder_probes: Sequence[Sequence[float]] | None = None,
 ) -> Calibrated | None:
     """The calibration the options ask for: reused, fitted on this store, or none (``off``, or ``auto``
-    on a store that keeps too little text)."""
+    on a store that keeps too little text). ``embedder_probes``: the embedder's probe embeddings, where it is a
+    model that runs here, so a calibration saved on another machine is recognised despite float noise."""
     if options.load_from is not None:
-        return load_calibration(options.load_from, attacks, embedder_fingerprint)
+        return load_calibration(options.load_from, attacks, embedder_fingerprint, embedder_probes)
     if options.mode == "off":
         return None
     with (progress or Silent()).task("Calibrating on the store's own text", None):
@@ -295,5 +320,5 @@ def owner_calibration(
             sample, attacks, detector, dimension, target_fpr=options.target_fpr, align_to=align_to
         )
     if options.save_to is not None:
-        save_calibration(calibrated, options.save_to, embedder_fingerprint)
+        save_calibration(calibrated, options.save_to, embedder_fingerprint, embedder_probes)
     return calibrated

@@ -288,6 +288,7 @@ def _build_scanner(
         batch_size=batch_size,
         progress=progress,
         align_to=None if embedder else model,
+        embedder_probes=None if embedder is None else embedder.probe_embeddings,
     )
     verdict = None
     if calibrated is not None:
