@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import time
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -101,6 +103,9 @@ def resolve_model_path(name_or_path: str) -> Path:
     )
 
 
+RACY_SECONDS = 2.0  # see Embedder.files_digest
+
+
 def same_probe_embeddings(mine: Sequence[Sequence[float]], theirs: Sequence[Sequence[float]]) -> bool:
     """Two records of the fingerprint probes' embeddings that agree up to float noise between CPUs."""
     a, b = np.asarray(mine, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
@@ -159,14 +164,30 @@ class Embedder:
 
     @cached_property
     def files_digest(self) -> str:
-        """A hash of the model folder's files (names and contents): tells models apart without loading one."""
-        digest = hashlib.sha256()
+        """A hash of the model folder's files (names and contents): tells models apart without loading one.
+        Kept per the files' inode, size and change times (as git's index does), so a scan's start does not read
+        the whole model again: any rewrite of a file changes its ctime, which no tool can set back. A folder
+        changed in the last ``RACY_SECONDS`` is read every time, since a rewrite within the clock's granularity
+        could leave every time as it was."""
         files = [self.path] if self.path.is_file() else sorted(f for f in self.path.rglob("*") if f.is_file())
-        for file in files:
-            digest.update(str(file.relative_to(self.path) if file != self.path else file.name).encode())
-            with file.open("rb") as handle:
-                digest.update(hashlib.file_digest(handle, "sha256").digest())
-        return digest.hexdigest()[:16]
+        names = [str(file.relative_to(self.path) if file != self.path else file.name) for file in files]
+        stats = [
+            (name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            for name, st in zip(names, map(os.stat, files), strict=True)
+        ]
+        key = hashlib.sha256(json.dumps([str(self.path), stats]).encode()).hexdigest()[:16]
+
+        def read_files() -> str:
+            digest = hashlib.sha256()
+            for name, file in zip(names, files, strict=True):
+                digest.update(name.encode())
+                with file.open("rb") as handle:
+                    digest.update(hashlib.file_digest(handle, "sha256").digest())
+            return digest.hexdigest()[:16]
+
+        if time.time_ns() - max((stat[4] for stat in stats), default=0) < RACY_SECONDS * 1e9:
+            return read_files()
+        return cached_json(cache_root() / "embedders" / f"files-{key}.json", read_files)
 
     def _identity(self) -> dict[str, object]:
         """Fingerprint and dimension, kept per model folder digest: a scan that attacks nothing (an unchanged
