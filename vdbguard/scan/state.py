@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS records (
     problem TEXT,
     PRIMARY KEY (target, record_id)
 ) WITHOUT ROWID;
+-- an index on (target, run_id), dropped from older files: it cost every carried record an index rewrite, and the
+-- counts read all of a target's records anyway
 DROP INDEX IF EXISTS records_by_run;
 """
 
