@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vdbguard.attacks.base import DEEP_RECORD_SECONDS
 from vdbguard.cache import writable_dir
+from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.credentials import redact_userinfo, strip_userinfo
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError

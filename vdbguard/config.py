@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from vdbguard.attacks.base import DEEP_RECORD_SECONDS
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.reports.schema import Severity
+
+DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
 
 _SECRET_SETTING = re.compile(r"(?i)(password|passwd|secret|token|api_?key|credential)")
 

@@ -105,9 +105,6 @@ class Attack(ABC):
         return attack, config
 
 
-DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
-
-
 def with_record_budget(attack: Attack, seconds: float) -> Attack:
     """``attack`` limited to ``seconds`` of CPU per record, if it takes a budget (``max_seconds``) and has none
     set; other attacks run as they are."""

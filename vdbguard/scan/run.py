@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
-from vdbguard.attacks.base import DEEP_RECORD_SECONDS, with_record_budget
+from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks, training_digest
+from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
