@@ -580,7 +580,6 @@ def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
     """Close the run (resolving the findings of deleted records) and read its outcome from the state."""
     findings = run.findings()
     summary = run.summary(findings)
-    run.finish(summary)
     attacked, carried, deep_records, flagged_by_fast, flagged_covered = run.count_each(
         f"attacked_run = {run.id:d}",
         f"attacked_run IS NOT NULL AND attacked_run != {run.id:d}",
@@ -588,6 +587,7 @@ def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
         "deep_wanted AND finding IS NOT NULL",
         "deep AND deep_wanted AND finding IS NOT NULL",
     )
+    run.finish(summary, attacked)  # deletes only other runs' records: the counts above stand
     return ScanResult(
         findings=findings,
         problems=run.problems(),

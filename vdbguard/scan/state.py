@@ -401,8 +401,9 @@ class Run:
             )
         self.cursor = cursor
 
-    def finish(self, summary: Summary) -> None:
-        """Close the run: records it did not see were deleted from the store, so their findings resolve."""
+    def finish(self, summary: Summary, attacked: int) -> None:
+        """Close the run: records it did not see were deleted from the store, so their findings resolve.
+        ``attacked``: how many records this run attacked, for the next run's estimate."""
         with self.store._transaction() as db:
             resolved = db.execute(
                 "SELECT COUNT(*) FROM records WHERE target = ? AND run_id != ? AND finding IS NOT NULL",
@@ -412,7 +413,7 @@ class Run:
             db.execute(
                 "UPDATE runs SET finished_at = ?, findings_resolved = ?, records_attacked = ?, summary = ? "
                 "WHERE id = ?",
-                (datetime.now(UTC).isoformat(), resolved, self.attacked(), summary.model_dump_json(), self.id),
+                (datetime.now(UTC).isoformat(), resolved, attacked, summary.model_dump_json(), self.id),
             )
 
     def _rows(self, column: str) -> Iterator[str]:
@@ -477,9 +478,6 @@ class Run:
             return int(known), None
         seconds = (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
         return int(known), row[2] / seconds if seconds > 0 else None
-
-    def attacked(self) -> int:
-        return self.count(f"attacked_run = {self.id:d}")
 
     def findings_resolved(self) -> int:
         row = self.db.execute("SELECT findings_resolved FROM runs WHERE id = ?", (self.id,)).fetchone()
