@@ -82,6 +82,17 @@ def test_fit_trains_nothing_and_save_keeps_only_config(embedder, tmp_path):
     assert (loaded.steps, loaded.lengths, loaded.seed) == (7, (4, 6), 3)
 
 
+def test_a_scan_embeds_no_corpus_for_attacks_that_learn_nothing(embedder, tmp_path):
+    """The profile's 20,000 training sentences take ~30 CPU-minutes to embed with mpnet: for zero-shot attacks
+    that was the whole cost of their first use, paid for a fit() that does nothing."""
+    from vdbguard.attacks.training import trained_attacks
+
+    attacks = trained_attacks(embedder, ["gradient", "adversarial-decoding"], profile="small", cache_dir=tmp_path)
+    assert [attack.name for attack in attacks] == ["gradient", "adversarial-decoding"]
+    assert all(attack.zero_shot and attack.embedder is embedder for attack in attacks)
+    assert not list(tmp_path.rglob("*.npy")), "a corpus was embedded"
+
+
 def test_refuses_vectors_it_cannot_have_made(embedder):
     attack = GradientInversion(steps=2, length=2)
     with pytest.raises(VdbguardError, match="embedder bound"):
