@@ -4,13 +4,18 @@ The CPU default (``vdbguard/attacks/generative.py``) keeps 6 of SmolLM2's 30 lay
 scan profile's 12,000 sentences and barely reads the embedding on text unlike them. This trains all 30 layers
 (LoRA), with SmolLM2's whole output vocabulary so names and numbers stay spellable, on far more real text.
 
-Two steps, because the texts are built where the packages are and the training needs an accelerator:
+The texts are built and embedded where the packages are; the training needs an accelerator:
 
-    # here (CPU, ~6 minutes): every training text, each with its source
+    # here (CPU, ~4 minutes): every training text, each with its source
     python benchmarks/train_generative_gpu.py texts --out build/generative/texts.jsonl.gz
-    # on the accelerator: embed them with the target embedder, train, keep the lowest held-out loss
-    python benchmarks/train_generative_gpu.py train --texts build/generative/texts.jsonl.gz \
-        --embedder DIR_OF_THE_SENTENCE_TRANSFORMER --out OUT --max-seconds 360
+    # here: the embedder's folder with int8 weights, small enough to carry (mpnet 114 MB, MiniLM 24 MB)
+    python benchmarks/train_generative_gpu.py pack --embedder all-mpnet-base-v2 \
+        --out build/generative/all-mpnet-base-v2.tar --check-texts build/generative/texts.jsonl.gz
+    # on the accelerator: embed (float16), train, keep the lowest held-out loss
+    python benchmarks/train_generative_gpu.py train --texts texts.jsonl.gz --embedder all-mpnet-base-v2.tar \
+        --out OUT --max-seconds 420
+    # here: ship the kept weights with the embedder's probes
+    python benchmarks/train_generative_gpu.py package --run OUT --embedder all-mpnet-base-v2 --name generative-mpnet
 
 Training text, none of it written by the project and none of it in a benchmark set:
 
@@ -28,10 +33,9 @@ safetensors, ``gguf``, the SmolLM2 file and vdbguard's source. Sentences whose h
 lowest one are written to OUT as soon as they are found (float16 safetensors + JSON), so a run stopped at its
 time limit still leaves its best weights.
 
-The packaged ``vdbguard/data/generative-minilm.*`` (BENCHMARKS.md, "A generative model for MiniLM, trained on an
-H100") came from ``train --max-seconds 140`` with the defaults above, MiniLM's folder with its weights cast to
-float16, on an H100 (588 steps of 256). A 480-second run in the same lease reached a lower held-out loss (1.879
-against 2.270) but its 24.7 MB file did not come back: the accelerator tool returns files of at most 16 MB, so
+The packaged ``vdbguard/data/generative-minilm.*`` and ``generative-mpnet.*`` (BENCHMARKS.md, "Generative models
+for MiniLM and mpnet, trained on an H200") came from ``train --max-seconds 430`` with the defaults above, both at
+once on one H200 (two processes), from the packed embedders. The accelerator tool returns files of at most 16 MB:
 split the weights before they leave the machine (``split -b 15000000``; ``cat`` joins them).
 """
 
@@ -119,12 +123,77 @@ def read_texts(path: Path) -> list[dict[str, str]]:
         return [json.loads(line) for line in fh]
 
 
+def pack_embedder(name: str, out: Path, check_texts: Path | None = None) -> None:
+    """The embedder's folder with its matrices as int8, a float16 scale per 64 weights, for the accelerator.
+
+    Embedding 150,000 texts with mpnet would take over an hour on these two cores, and its float16 weights
+    (220 MB) are four calls' worth of what one call can carry (64 MiB). The int8 copy is about half that;
+    ``unpack_embedder`` restores float16 weights there. With ``check_texts``, the restored model's vectors of the
+    first 300 are compared with vdbguard's own (float32, this CPU)."""
+    import tarfile
+
+    from safetensors.torch import load_file, save_file
+
+    from vdbguard.embedders.loading import resolve_model_path
+
+    folder = resolve_model_path(name)
+    packed: dict[str, torch.Tensor] = {}
+    for key, tensor in load_file(str(folder / "model.safetensors")).items():
+        if tensor.dim() == 2 and tensor.numel() >= 4096 and tensor.shape[1] % 64 == 0:
+            groups = tensor.float().reshape(tensor.shape[0], -1, 64)  # a scale per 64 weights of a row
+            scale = groups.abs().amax(dim=2, keepdim=True).clamp_min(1e-12) / 127.0
+            packed[f"{key}.int8"] = torch.round(groups / scale).to(torch.int8)
+            packed[f"{key}.scale"] = scale.to(torch.float16)
+        else:
+            packed[key] = tensor.to(torch.float16)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    weights = out.with_suffix(".safetensors")
+    save_file(packed, str(weights))
+    with tarfile.open(out, "w") as tar:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.name not in {"model.safetensors", "README.md", "desktop.ini", ".gitattributes"}:
+                tar.add(path, arcname=str(path.relative_to(folder)))
+        tar.add(weights, arcname="model.int8.safetensors")
+    weights.unlink()
+    log(f"{name} packed into {out} ({out.stat().st_size >> 20} MiB)")
+    if check_texts:
+        import tempfile
+
+        from vdbguard.embedders import Embedder
+
+        texts = [row["text"] for row in read_texts(check_texts)[:300]]
+        with tempfile.TemporaryDirectory() as unpacked:
+            restored = embed(unpack_embedder(out, Path(unpacked)), texts, "cpu").numpy()
+        cosine = (restored * Embedder(name).encode(texts)).sum(axis=1)
+        log(f"restored vs float32 vectors of {len(texts)} texts: cosine {cosine.mean():.5f} (min {cosine.min():.5f})")
+
+
+def unpack_embedder(packed: Path, folder: Path) -> Path:
+    """The folder ``pack_embedder`` packed, with float16 weights rebuilt from the int8 rows."""
+    import tarfile
+
+    from safetensors.torch import load_file, save_file
+
+    with tarfile.open(packed) as tar:
+        tar.extractall(folder, filter="data")
+    stored = load_file(str(folder / "model.int8.safetensors"))
+    weights = {key: tensor for key, tensor in stored.items() if not key.endswith((".int8", ".scale"))}
+    for key in [k[: -len(".int8")] for k in stored if k.endswith(".int8")]:
+        groups = stored[f"{key}.int8"].float() * stored[f"{key}.scale"].float()
+        weights[key] = groups.reshape(groups.shape[0], -1).to(torch.float16)
+    save_file(weights, str(folder / "model.safetensors"))
+    (folder / "model.int8.safetensors").unlink()
+    return folder
+
+
 def embed(folder: Path, texts: list[str], device: str) -> torch.Tensor:
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(folder), device=device)
     if device.startswith("cuda"):
         model.half()
+    else:
+        model.float()  # a packed folder's weights are float16
     vectors = model.encode(texts, batch_size=512, convert_to_tensor=True, normalize_embeddings=True)
     return vectors.float().to(device)
 
@@ -140,7 +209,10 @@ def train(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     rows = read_texts(args.texts)[: args.limit or None]
     texts = [row["text"] for row in rows]
-    vectors = embed(args.embedder, texts, args.device)
+    folder = args.embedder
+    if folder.suffix == ".tar":
+        folder = unpack_embedder(folder, args.out.with_name(args.out.name + "-embedder"))
+    vectors = embed(folder, texts, args.device)
     log(f"embedded {len(texts)} texts in {time.monotonic() - started:.0f} s, dimension {vectors.shape[1]}")
     tokenizer = load_tokenizer()
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -184,7 +256,7 @@ def train(args: argparse.Namespace) -> None:
         "texts": len(training),
         "validation_texts": len(validation),
         "sources": sorted({row["source"].split(":")[0] for row in rows}),
-        "embedder": args.embedder.name,
+        "embedder": args.embedder.name.removesuffix(".tar"),
         "config": {**config.key(), "vocabulary": "all"},
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
@@ -262,6 +334,31 @@ def train(args: argparse.Namespace) -> None:
     log(f"done in {time.monotonic() - started:.0f} s")
 
 
+def package(run: Path, embedder_name: str, name: str, texts_command: str) -> None:
+    """Ship a run's kept weights in vdbguard/data, with the embedder's probes that ``pretrained`` matches on."""
+    import shutil
+
+    from vdbguard.data import packaged_file
+    from vdbguard.embedders import Embedder
+
+    facts = json.loads((run / "generative.json").read_text())
+    if (run / "history.json").exists():
+        facts["history"] = json.loads((run / "history.json").read_text())["history"]
+    embedder = Embedder(embedder_name)
+    if facts.pop("embedder") != embedder_name:
+        raise SystemExit(f"{run} was trained on another embedder's vectors than {embedder_name}")
+    shipped = {
+        "embedder": embedder_name,
+        "embedder_fingerprint": embedder.fingerprint,
+        "embedder_probes": embedder.probe_embeddings,
+        "config": facts.pop("config"),
+        "training": {**facts, "texts_command": texts_command},
+    }
+    shutil.copyfile(run / "generative.safetensors", packaged_file(f"{name}.safetensors"))
+    packaged_file(f"{name}.json").write_text(json.dumps(shipped, indent=1) + "\n")
+    log(f"shipped {packaged_file(name)}.{{safetensors,json}} (held-out loss {facts['kept']['validation_loss']})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -271,9 +368,18 @@ def main() -> None:
     texts.add_argument("--synthetic-pii", type=int, default=15_000)
     texts.add_argument("--max-tokens", type=int, default=40)
     texts.add_argument("--seed", type=int, default=11)
+    pack = commands.add_parser("pack", help="an embedder's folder with int8 weights, to carry to the accelerator")
+    pack.add_argument("--embedder", required=True, help="a vdbguard embedder name")
+    pack.add_argument("--out", type=Path, required=True, help="a .tar file")
+    pack.add_argument("--check-texts", type=Path, help="compare the restored model's vectors on these texts")
+    ship = commands.add_parser("package", help="copy a run's kept weights into vdbguard/data")
+    ship.add_argument("--run", type=Path, required=True, help="train's --out")
+    ship.add_argument("--embedder", required=True, help="the vdbguard embedder name it was trained for")
+    ship.add_argument("--name", required=True, help="e.g. generative-mpnet (see PACKAGED in attacks/generative.py)")
+    ship.add_argument("--texts-command", default="python benchmarks/train_generative_gpu.py texts --out texts.jsonl.gz")
     fit = commands.add_parser("train", help="embed and train (accelerator)")
     fit.add_argument("--texts", type=Path, required=True)
-    fit.add_argument("--embedder", type=Path, required=True, help="a sentence-transformers folder")
+    fit.add_argument("--embedder", type=Path, required=True, help="a sentence-transformers folder, or pack's .tar")
     fit.add_argument("--out", type=Path, required=True)
     fit.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     fit.add_argument("--layers", default="all", help="'all' or comma-separated decoder layers")
@@ -294,6 +400,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "texts":
         build_texts(args.out, args.real_pii, args.synthetic_pii, args.max_tokens, args.seed)
+    elif args.command == "pack":
+        pack_embedder(args.embedder, args.out, args.check_texts)
+    elif args.command == "package":
+        package(args.run, args.embedder, args.name, args.texts_command)
     else:
         train(args)
 

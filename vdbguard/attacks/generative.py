@@ -57,7 +57,8 @@ from vdbguard.data import packaged_file
 from vdbguard.embedders import Embedder
 
 _WORD_EDGE = re.compile(r"^\W+|\W+$")
-PACKAGED = "generative-minilm"  # .safetensors + .json in vdbguard/data: trained on an accelerator for MiniLM
+# .safetensors + .json in vdbguard/data, each trained on an accelerator for one embedder (matched by its probes)
+PACKAGED = ("generative-minilm", "generative-mpnet")
 
 
 @dataclass
@@ -213,9 +214,9 @@ class InversionModel(nn.Module):
 
 
 @functools.cache
-def _packaged_facts() -> dict | None:
-    path = packaged_file(f"{PACKAGED}.json")
-    return json.loads(path.read_text()) if path.exists() else None
+def _packaged_facts() -> dict[str, dict]:
+    paths = {name: packaged_file(f"{name}.json") for name in PACKAGED}
+    return {name: json.loads(path.read_text()) for name, path in paths.items() if path.exists()}
 
 
 def save_checkpoint(
@@ -512,16 +513,18 @@ class GenerativeInversion(Attack):
 
     @classmethod
     def pretrained(cls, embedder: Embedder) -> GenerativeInversion | None:
-        """The model packaged with vdbguard for ``embedder`` (matched by its behavioural fingerprint), or None.
+        """The model packaged with vdbguard for ``embedder`` (MiniLM or mpnet, matched by what it computes), or None.
 
         It was trained on an accelerator on ~150,000 real sentences with all 30 decoder layers and the whole
         output vocabulary (``benchmarks/train_generative_gpu.py``), which the CPU default cannot afford."""
-        facts = _packaged_facts()
-        if facts is None or not embedder.computes_like(facts["embedder_probes"]):
+        packaged = _packaged_facts()
+        found = next((n for n, facts in packaged.items() if embedder.computes_like(facts["embedder_probes"])), None)
+        if found is None:
             return None
+        facts = packaged[found]
         config = facts["config"]
         attack = cls(**{name: config[name] for name in _DECODER_SETTINGS})
-        state = load_file(str(packaged_file(f"{PACKAGED}.safetensors")))
+        state = load_file(str(packaged_file(f"{found}.safetensors")))
         vocabulary = list(range(config["extra_vocabulary"]))
         attack._restore(config["lora_alpha"], vocabulary, embedder.dimension, {k: v.float() for k, v in state.items()})
         attack.embedder = embedder
