@@ -4,7 +4,7 @@ The CPU default (``vdbguard/attacks/generative.py``) keeps 6 of SmolLM2's 30 lay
 scan profile's 12,000 sentences and barely reads the embedding on text unlike them. This trains all 30 layers
 (LoRA), with SmolLM2's whole output vocabulary so names and numbers stay spellable, on far more real text.
 
-The texts are built and embedded where the packages are; the training needs an accelerator:
+The texts are built and the embedder packed where the packages are; the training needs an accelerator:
 
     # here (CPU, ~4 minutes): every training text, each with its source
     python benchmarks/train_generative_gpu.py texts --out build/generative/texts.jsonl.gz
@@ -13,7 +13,7 @@ The texts are built and embedded where the packages are; the training needs an a
         --out build/generative/all-mpnet-base-v2.tar --check-texts build/generative/texts.jsonl.gz
     # on the accelerator: embed (float16), train, keep the lowest held-out loss
     python benchmarks/train_generative_gpu.py train --texts texts.jsonl.gz --embedder all-mpnet-base-v2.tar \
-        --out OUT --max-seconds 420
+        --out OUT --max-seconds 430
     # here: ship the kept weights with the embedder's probes
     python benchmarks/train_generative_gpu.py package --run OUT --embedder all-mpnet-base-v2 --name generative-mpnet
 
@@ -344,9 +344,9 @@ def package(run: Path, embedder_name: str, name: str, texts_command: str) -> Non
     facts = json.loads((run / "generative.json").read_text())
     if (run / "history.json").exists():
         facts["history"] = json.loads((run / "history.json").read_text())["history"]
-    embedder = Embedder(embedder_name)
     if facts.pop("embedder") != embedder_name:
         raise SystemExit(f"{run} was trained on another embedder's vectors than {embedder_name}")
+    embedder = Embedder(embedder_name)
     shipped = {
         "embedder": embedder_name,
         "embedder_fingerprint": embedder.fingerprint,
