@@ -50,8 +50,6 @@ def test_each_packaged_model_serves_only_the_embedder_it_was_trained_for(embedde
     from safetensors import safe_open
 
     from vdbguard.data import packaged_file
-    from vdbguard.embedders import Embedder
-    from vdbguard.embedders.loading import resolve_model_path
 
     for name in PACKAGED:
         facts = json.loads(packaged_file(f"{name}.json").read_text())
@@ -59,6 +57,12 @@ def test_each_packaged_model_serves_only_the_embedder_it_was_trained_for(embedde
             reads = weights.get_slice("prefix.0.weight").get_shape()[1]
         assert reads == len(facts["embedder_probes"][0]), name
     assert GenerativeInversion.pretrained(embedder).model.prefix[0].in_features == embedder.dimension
+
+
+def test_mpnet_gets_its_own_model_and_it_reads_mpnet_vectors() -> None:
+    from vdbguard.embedders import Embedder
+    from vdbguard.embedders.loading import resolve_model_path
+
     try:
         resolve_model_path("all-mpnet-base-v2")
     except VdbguardError:
