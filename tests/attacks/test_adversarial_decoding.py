@@ -60,6 +60,31 @@ def test_residual_polish_puts_back_the_word_the_hypothesis_misses(embedder, mode
     assert search.best_cosine > before and search.queries > 1
 
 
+@needs_decoder
+def test_spelling_grows_a_names_first_piece_into_the_name(embedder, model_cache) -> None:
+    # "Balakrishnan" is no word of MiniLM's vocabulary: the polish can put back only its first piece, "bala"
+    assert "balakrishnan" not in vocabulary_table(embedder)[0]
+    attack = AdversarialDecoding(spell_positions=3, threads=1)
+    attack.embedder = embedder
+    search = _Search(attack, embedder.encode(["Per Balakrishnan call: the caller prefers a callback after 5pm."])[0])
+    search.consider(["Per bala call: the caller prefers a callback after 5pm."])
+    before = search.best_cosine
+    search.spell()
+    assert search.best_text.split()[1] == "Balakrishnan"
+    assert search.best_cosine >= before + attack.spell_margin
+
+
+@needs_decoder
+def test_spelling_leaves_a_sentence_alone_when_nothing_longer_comes_closer(embedder, model_cache) -> None:
+    attack = AdversarialDecoding(spell_positions=4, threads=1)
+    attack.embedder = embedder
+    text = "Renewal call with the customer went well; send the quote to the team."
+    search = _Search(attack, embedder.encode([text])[0])
+    search.consider([text])
+    search.spell()
+    assert search.best_text == text and search.queries > 1
+
+
 def test_no_batch_overruns_the_query_budget(embedder, model_cache) -> None:
     attack = AdversarialDecoding(polish_rounds=3, max_queries=10)
     attack.embedder = embedder
@@ -140,7 +165,9 @@ def test_settings_round_trip_and_registration(tmp_path: Path) -> None:
 
 def test_strongest_is_the_best_measured_attack_for_that_embedder(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("VDBGUARD_CACHE_DIR", str(tmp_path))
-    assert strongest_inversion("team-model") == "vec2text"  # nothing measured: the highest rank
+    # nothing measured: the highest rank, the attack that trains nothing for an embedder (vec2text's base model
+    # takes 20 CPU-minutes and read less on both embedders measured)
+    assert strongest_inversion("team-model") == "adversarial-decoding"
     record_quality("team-model", "bag-of-words", {"token_f1": 0.5, "cosine": 0.7, "n": 40})
     record_quality("team-model", "gradient", {"token_f1": 0.3, "cosine": 0.8, "n": 40})
     record_quality("team-model", "generative", {"token_f1": 0.9, "cosine": 0.9, "n": 5})  # too few records

@@ -17,6 +17,17 @@ them (for "Lesley Stephenson" the residual ranks ``stephenson`` first), and uses
 box plus its tokenizer's vocabulary. What it adds, and costs, is measured in BENCHMARKS.md ("Zero-shot
 adversarial decoding").
 
+Spelling (``spell_positions``, version 8; off by default): the polish can put back only whole words of the
+embedder's vocabulary, so a name off every list comes back as its first piece ("bala" for "Balakrishnan"). For
+the ``spell_positions`` words whose removal costs most, SmolLM2 writes the longer words that begin with the word
+where it stands (its first tokens constrained to spell the word, so the prompt does not end on a token boundary
+the name lacks); words it finds more than ``spell_plausibility`` nats less likely than the word itself are
+dropped ("Renewalde"), the embedder scores the rest in the sentence, and the closest replaces the word if it
+comes ``spell_margin`` closer. The language model spells, the embedder chooses, and no name list is involved.
+Under a time budget it runs only in what the search leaves. It is off because it did not pay on held-out names
+(BENCHMARKS.md, "Adversarial decoding v8: spelling names out"): the language model rarely proposes the rare name
+itself, and holding a third of the scan's budget back for it cost the search more names than it found.
+
 Universal correction (``correct_rounds``, off by default), after the polish: the corrector of
 :mod:`vdbguard.attacks.corrector` (SmolLM2 + LoRA, trained once for every embedder; it reads only cosines and
 per-word marks) rewrites the best guess ``correct_candidates`` ways per round; the target embedder scores the
@@ -133,11 +144,12 @@ class AdversarialDecoding(Attack):
     # proposes the first beam search's tokens; 5: and writes whole drafts first, polished first under a budget;
     # 6: the answer is the shortest hypothesis within ``tolerance`` of the closest, and every search (not only a
     # budgeted one) polishes the best draft first and takes no gradient seeds when drafts come; 7: under a time
-    # budget, gradient seeds get only the steps half of it affords
-    version: ClassVar[int] = 7
+    # budget, gradient seeds get only the steps half of it affords; 8: a stage that spells the words holding most
+    # of the vector out into longer words (names off every list), off by default
+    version: ClassVar[int] = 8
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
-    rank: ClassVar[int] = 25
+    rank: ClassVar[int] = 25  # the highest: it trains nothing, and read the most on MiniLM and mpnet
     settings = (
         "beam_width",
         "top_k",
@@ -146,6 +158,9 @@ class AdversarialDecoding(Attack):
         "polish_rounds",
         "polish_words",
         "polish_positions",
+        "spell_positions",
+        "spell_margin",
+        "spell_plausibility",
         "correct_rounds",
         "correct_candidates",
         "corrector_path",
@@ -169,6 +184,9 @@ class AdversarialDecoding(Attack):
         polish_rounds: int = 15,
         polish_words: int = 16,
         polish_positions: int = 4,
+        spell_positions: int = 0,
+        spell_margin: float = 0.015,
+        spell_plausibility: float = 8.0,
         correct_rounds: int = 0,
         correct_candidates: int = 8,
         corrector_path: str = "",
@@ -191,6 +209,9 @@ class AdversarialDecoding(Attack):
         self.polish_rounds = polish_rounds
         self.polish_words = polish_words
         self.polish_positions = polish_positions
+        self.spell_positions = spell_positions
+        self.spell_margin = spell_margin
+        self.spell_plausibility = spell_plausibility
         self.correct_rounds = correct_rounds
         self.correct_candidates = correct_candidates
         self.corrector_path = corrector_path
@@ -203,7 +224,9 @@ class AdversarialDecoding(Attack):
         self.max_seconds = max_seconds
         self.threads = threads
         self.threshold = threshold
-        self.prompt_seconds = self.step_seconds = 0.0  # measured: the language model's passes, kept out of budgets
+        self.prompt_seconds = self.step_seconds = self.spell_seconds = (
+            0.0  # measured: the language model's passes, kept out of budgets
+        )
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Nothing to train: the language model proposes and the target embedder scores."""
@@ -221,6 +244,7 @@ class AdversarialDecoding(Attack):
             "top_k": self.top_k,
             "max_tokens": self.max_tokens,
             "polish_rounds": self.polish_rounds,
+            "spell_positions": self.spell_positions,
             "conditioned": float(self.conditioned),
             "drafts": self.drafts,
             "tolerance": self.tolerance,
@@ -321,6 +345,8 @@ class AdversarialDecoding(Attack):
             search.decode(_Prompted(f"Rewrite this sentence: {search.best_text}"))
         if self.polish_rounds:
             search.polish(*vocabulary_table(self.embedder))
+        if self.spell_positions:
+            search.spell()
         if self.correct_rounds and not search.exhausted():
             corrector = _corrector(self.corrector_path or None)
             refine(search.best_text, search.consider, corrector, self.correct_rounds, self.correct_candidates)
@@ -392,24 +418,32 @@ class _Search:
     def consider(self, texts: Sequence[str], keep: float = 0.0) -> np.ndarray:
         """Re-embed the candidates the budgets allow (the first ones), count the queries, and keep the closest
         as the best if it beats it. Returns the scores of the candidates embedded."""
-        assert self.attack.embedder is not None
-        texts = list(texts)[: self.affordable(len(texts), keep)]
-        started = time.process_time()
-        vectors = self.attack.embedder.encode(texts)
-        self.query_seconds += time.process_time() - started
-        scores = vectors @ self.target
-        self.queries += len(texts)
+        texts, vectors, scores = self._embedded(texts, keep)
         top = int(np.argmax(scores))
-        if float(scores[top]) > self.best_cosine and texts[top].strip():
-            # a byte-level token that splits a character shows as U+FFFD until the next one completes it
-            self.best_text, self.best_cosine = texts[top].replace("\ufffd", "").strip(), float(scores[top])
-            self.best_vector = vectors[top]
-            self.near = {text: cosine for text, cosine in self.near.items() if cosine >= self._floor}
+        if float(scores[top]) > self.best_cosine:
+            self._accept(texts[top], float(scores[top]), vectors[top])
         for i in np.flatnonzero(scores >= self._floor):
             text = texts[i].replace("\ufffd", "").strip()
             if text:
                 self.near[text] = max(float(scores[i]), self.near.get(text, -2.0))
         return scores
+
+    def _embedded(self, texts: Sequence[str], keep: float = 0.0) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The candidates the budgets allow, their vectors and cosines to the target, the queries counted."""
+        assert self.attack.embedder is not None
+        texts = list(texts)[: self.affordable(len(texts), keep)]
+        started = time.process_time()
+        vectors = self.attack.embedder.encode(texts)
+        self.query_seconds += time.process_time() - started
+        self.queries += len(texts)
+        return texts, vectors, vectors @ self.target
+
+    def _accept(self, text: str, cosine: float, vector: np.ndarray) -> None:
+        # a byte-level token that splits a character shows as U+FFFD until the next one completes it
+        if text.replace("\ufffd", "").strip():
+            self.best_text, self.best_cosine = text.replace("\ufffd", "").strip(), cosine
+            self.best_vector = vector
+            self.near = {text: cosine for text, cosine in self.near.items() if cosine >= self._floor}
 
     @property
     def _floor(self) -> float:
@@ -446,6 +480,42 @@ class _Search:
             if self.best_cosine <= before + 1e-4:
                 break
 
+    def spell(self) -> None:
+        """Spell out the words that hold most of the vector: the language model writes the longer words that
+        begin with one of them where it stands (a polish word like ``jamie`` or ``bala`` is often a name's first
+        piece), the embedder scores them in the sentence, and the closest replaces the word if it brings the
+        vector ``spell_margin`` closer. Smaller gains were mostly misspellings of ordinary words."""
+        attack = self.attack
+        words = self.best_text.split()
+        if len(words) < 2 or self.exhausted():
+            return
+        *_, without = self._embedded([" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))])
+        order = [int(i) for i in np.argsort(without, kind="stable") if _WORD_CORE.fullmatch(words[i])]
+        for at in order[: attack.spell_positions]:
+            if self.exhausted(keep=attack.spell_seconds):
+                break
+            core, tail = _WORD_CORE.fullmatch(words[at]).groups()  # type: ignore[union-attr]
+            started = time.process_time()
+            prefix = core[0].upper() + core[1:]
+            written = spellings(" ".join(words[:at]), prefix)
+            # as likely as the word itself, give or take ``spell_plausibility`` nats: "Jamie" -> "Jamieson" is
+            # 6.4 nats less likely, "Renewal" -> "Renewalde" 12.6 (when the model never ends the word at the
+            # prefix, the likeliest longer word stands in for it)
+            own = written.pop(prefix, max(written.values(), default=0.0))
+            longer = sorted(
+                (word for word, log_p in written.items() if log_p >= own - attack.spell_plausibility),
+                key=lambda word: -written[word],
+            )
+            attack.spell_seconds = time.process_time() - started
+            if not longer:
+                continue
+            variants = [" ".join([*words[:at], word + tail, *words[at + 1 :]]) for word in longer]
+            texts, vectors, scores = self._embedded(variants)
+            top = int(np.argmax(scores))
+            if float(scores[top]) >= self.best_cosine + attack.spell_margin:
+                self._accept(texts[top], float(scores[top]), vectors[top])
+                words = self.best_text.split()
+
     def decode(self, proposer: _Prompted | _Conditioned) -> None:
         """Beam search over ``proposer``'s next tokens, scored by cosine to the target."""
         attack = self.attack
@@ -480,6 +550,71 @@ class _Search:
             with torch.inference_mode():
                 logits, cache = proposer.step(torch.tensor([[sequence[-1]] for sequence in beams]), cache)
             attack.step_seconds = time.process_time() - started
+
+
+_WORD_CORE = re.compile(r"([A-Za-z]{2,})([.,;:!?'\")]*)")
+SPELL_WIDTH = 8  # beams of the language model's spelling search
+SPELL_TOKENS = 4  # tokens it may add after the word it grows
+
+
+@functools.lru_cache(maxsize=1)
+def _token_texts() -> tuple[str, ...]:
+    tokenizer = load_tokenizer()
+    return tuple(tokenizer.decode([i]) for i in range(len(tokenizer)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tokens_that_begin(text: str) -> tuple[list[int], torch.Tensor]:
+    """The tokens that can come first in ``text``: those it begins with, and those that begin with it."""
+    ids = [i for i, token in enumerate(_token_texts()) if token and (token.startswith(text) or text.startswith(token))]
+    return ids, torch.tensor(ids, dtype=torch.long)
+
+
+def spellings(left: str, prefix: str) -> dict[str, float]:
+    """The words beginning with ``prefix`` that SmolLM2 would write after ``left``, with their log-probabilities.
+
+    The prompt stops before the prefix, whose characters the first tokens must spell (token healing): a prompt
+    ending in "Jamie" would force a token boundary that "Jamieson" does not have, and the model would not
+    write it."""
+    tokenizer, texts = load_tokenizer(), _token_texts()
+    prompt = tokenizer(_PROMPT.format(request="Write a short sentence.") + left, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        output = _language_model()(prompt, use_cache=True)
+    logits, cache = output.logits[:, -1], output.past_key_values
+    beams: list[tuple[list[int], float, str]] = [([], 0.0, (" " if left else "") + prefix)]  # tokens, log p, unspelt
+    words: dict[str, float] = {}
+    for _ in range(SPELL_TOKENS + 2):
+        log_p = torch.log_softmax(logits.float(), dim=-1)
+        grown: list[tuple[list[int], float, str, int]] = []
+        for beam, (sequence, score, unspelt) in enumerate(beams):
+            if unspelt:
+                allowed, indices = _tokens_that_begin(unspelt)
+                top = log_p[beam, indices].topk(min(SPELL_WIDTH, len(allowed)))
+                choices = [
+                    (value, allowed[i]) for value, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)
+                ]
+            else:
+                top = log_p[beam].topk(SPELL_WIDTH)
+                choices = list(zip(top.values.tolist(), top.indices.tolist(), strict=True))
+            for value, token in choices:
+                text = texts[token]
+                if unspelt.startswith(text):
+                    grown.append(([*sequence, token], score + value, unspelt[len(text) :], beam))
+                elif text[len(unspelt) :].isalpha():
+                    grown.append(([*sequence, token], score + value, "", beam))
+                elif not unspelt and sequence:  # the word ends here
+                    word = tokenizer.decode(sequence).strip()
+                    words[word] = max(words.get(word, -math.inf), score + value)
+        if not grown:
+            break
+        grown = sorted(grown, key=lambda item: -item[1])[:SPELL_WIDTH]
+        beams = [(sequence, score, unspelt) for sequence, score, unspelt, _ in grown]
+        cache.reorder_cache(torch.tensor([beam for *_, beam in grown]))
+        with torch.inference_mode():
+            last = torch.tensor([[sequence[-1]] for sequence, *_ in beams])
+            output = _language_model()(last, past_key_values=cache, use_cache=True)
+        logits, cache = output.logits[:, -1], output.past_key_values
+    return words
 
 
 class _Prompted:
