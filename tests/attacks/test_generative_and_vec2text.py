@@ -80,7 +80,6 @@ def test_both_attacks_are_registered_inversions_stronger_than_bag_of_words() -> 
     assert load_attack_class("vec2text") is Vec2TextInversion
     assert GenerativeInversion.kind == Vec2TextInversion.kind == "inversion"
     assert Vec2TextInversion.rank > GenerativeInversion.rank > load_attack_class("bag-of-words").rank
-    assert load_attack_class("strongest") is Vec2TextInversion
 
 
 def test_decoder_keeps_only_the_chosen_layers() -> None:
