@@ -224,9 +224,8 @@ class AdversarialDecoding(Attack):
         self.max_seconds = max_seconds
         self.threads = threads
         self.threshold = threshold
-        self.prompt_seconds = self.step_seconds = self.spell_seconds = (
-            0.0  # measured: the language model's passes, kept out of budgets
-        )
+        # measured: the language model's passes, kept out of budgets
+        self.prompt_seconds = self.step_seconds = self.spell_seconds = 0.0
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Nothing to train: the language model proposes and the target embedder scores."""
