@@ -489,11 +489,12 @@ class _Search:
         if len(words) < 2 or self.exhausted():
             return
         *_, without = self._embedded([" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))])
-        order = [int(i) for i in np.argsort(without, kind="stable") if _WORD_CORE.fullmatch(words[i])]
+        cores = {i: found.groups() for i, word in enumerate(words) if (found := _WORD_CORE.fullmatch(word))}
+        order = [int(i) for i in np.argsort(without, kind="stable") if int(i) in cores]
         for at in order[: attack.spell_positions]:
             if self.exhausted(keep=attack.spell_seconds):
                 break
-            core, tail = _WORD_CORE.fullmatch(words[at]).groups()  # type: ignore[union-attr]
+            core, tail = cores[at]
             started = time.process_time()
             prefix = core[0].upper() + core[1:]
             written = spellings(" ".join(words[:at]), prefix)
