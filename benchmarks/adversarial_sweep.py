@@ -25,7 +25,6 @@ import random
 import re
 import time
 
-import numpy as np
 from attacks import full_names
 from common import bench_parser
 
@@ -33,7 +32,7 @@ from vdbguard.attacks.adversarial_decoding import AdversarialDecoding
 from vdbguard.corpus import synthetic_pii
 from vdbguard.corpus.real import real_corpus
 from vdbguard.embedders import Embedder
-from vdbguard.text import name_recovery, token_f1
+from vdbguard.evaluate.inversion import inversion_scores
 
 
 def main() -> None:
@@ -67,22 +66,14 @@ def main() -> None:
             found = attack.infer(targets)
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
         predictions = [inference.recovered_text for inference in found]
-        recovered = embedder.encode([prediction or "." for prediction in predictions])
         row = {
             "settings": json.loads(settings),
             "one_at_a_time": args.one_at_a_time,
-            "n": len(texts),
-            "cosine": round(float(np.mean(np.sum(recovered * targets, axis=1))), 3),
-            "token_f1": round(float(np.mean([token_f1(p, t) for p, t in zip(predictions, texts, strict=True)])), 3),
+            **inversion_scores(embedder, targets, predictions, texts, [names for _, names in rows]),
             "seconds_per_record": round(seconds / len(texts), 1),
             "cpu_seconds_per_record": round(cpu_seconds / len(texts), 3),
             "encoder_queries_per_record": round(attack.encoder_queries / len(texts)),
         }
-        if args.names:
-            found_names = [name_recovery(p, names) for p, (_, names) in zip(predictions, rows, strict=True)]
-            for part, index in (("first", 0), ("last", 1), ("full", 2)):
-                hits = [hit for per_record in found_names for hit in per_record[index]]
-                row[f"{part}_names"] = round(sum(hits) / max(len(hits), 1), 3)
         print(json.dumps(row), flush=True)
 
 

@@ -28,7 +28,7 @@ from common import bench_parser
 from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Search
 from vdbguard.corpus import synthetic_pii
 from vdbguard.embedders import Embedder
-from vdbguard.text import name_recovery, token_f1
+from vdbguard.evaluate.inversion import inversion_scores
 
 
 def main() -> None:
@@ -93,19 +93,9 @@ def named_sentences(embedder: Embedder, count: int, seed: int) -> list[tuple[str
 
 def scored(
     embedder: Embedder, rows: Sequence[tuple[str, list[str]]], targets: np.ndarray, predictions: list[str]
-) -> dict[str, float | int]:
-    recovered = embedder.encode([prediction or "." for prediction in predictions])
-    found = [name_recovery(prediction, names) for prediction, (_, names) in zip(predictions, rows, strict=True)]
-    row: dict[str, float | int] = {
-        "n": len(rows),
-        "names": sum(len(names) for _, names in rows),
-        "token_f1": round(float(np.mean([token_f1(p, t) for p, (t, _) in zip(predictions, rows, strict=True)])), 4),
-        "cosine": round(float(np.mean(np.sum(recovered * targets, axis=1))), 4),
-    }
-    for part, index in (("first", 0), ("last", 1), ("full", 2)):
-        hits = [hit for per_record in found for hit in per_record[index]]
-        row[f"{part}_names"] = round(sum(hits) / max(len(hits), 1), 3)
-    return row
+) -> dict[str, float | int | None]:
+    references, names = [text for text, _ in rows], [named for _, named in rows]
+    return {"names": sum(map(len, names)), **inversion_scores(embedder, targets, predictions, references, names)}
 
 
 if __name__ == "__main__":

@@ -20,34 +20,47 @@ def _rate(flags: list[bool]) -> float | None:
     return round(float(np.mean(flags)), 4) if flags else None
 
 
-def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalItem]) -> dict[str, float | int | None]:
+def inversion_scores(
+    embedder: Embedder,
+    targets: np.ndarray,
+    predictions: Sequence[str],
+    references: Sequence[str],
+    names: Sequence[Sequence[str]],
+) -> dict[str, float | int | None]:
+    """What every inversion benchmark reports about recovered texts, computed one way: BLEU, token F1, exact
+    matches, cosine to the target under ``embedder``, and the shares of first, last and full names (of each
+    reference's ``names``) that came back."""
     import sacrebleu
 
+    recovered = embedder.encode([p if p.strip() else "." for p in predictions])
+    pairs = list(zip(predictions, references, strict=True))
+    first: list[bool] = []
+    last: list[bool] = []
+    full: list[bool] = []
+    for prediction, named in zip(predictions, names, strict=True):
+        f, la, fu = name_recovery(prediction, named)
+        first, last, full = first + f, last + la, full + fu
+    return {
+        "n": len(pairs),
+        "bleu": round(sacrebleu.corpus_bleu(list(predictions), [list(references)]).score, 2),
+        "token_f1": round(float(np.mean([token_f1(p, r) for p, r in pairs])), 4),
+        "exact": round(float(np.mean([p.strip() == r.strip() for p, r in pairs])), 4),
+        "cosine": round(float(np.mean(np.sum(targets * recovered, axis=1))), 4),
+        "first_name": _rate(first),
+        "last_name": _rate(last),
+        "full_name": _rate(full),
+    }
+
+
+def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalItem]) -> dict[str, float | int | None]:
     started, cpu_started = time.perf_counter(), time.process_time()
     queries_before = attack.encoder_queries
     references = [item.text for item in items]
     targets = embedder.encode(references)
     predictions = [inference.recovered_text for inference in attack.infer(targets)]
-    recovered = embedder.encode([p if p.strip() else "." for p in predictions])
-    cosine = float(np.mean(np.sum(targets * recovered, axis=1)))
-    first: list[bool] = []
-    last: list[bool] = []
-    full: list[bool] = []
-    for prediction, item in zip(predictions, items, strict=True):
-        f, la, fu = name_recovery(prediction, item.names)
-        first, last, full = first + f, last + la, full + fu
     return {
         "attack": attack.name,
-        "n": len(items),
-        "bleu": round(sacrebleu.corpus_bleu(predictions, [references]).score, 2),
-        "token_f1": round(float(np.mean([token_f1(p, r) for p, r in zip(predictions, references, strict=True)])), 4),
-        "exact": round(
-            float(np.mean([p.strip() == r.strip() for p, r in zip(predictions, references, strict=True)])), 4
-        ),
-        "cosine": round(cosine, 4),
-        "first_name": _rate(first),
-        "last_name": _rate(last),
-        "full_name": _rate(full),
+        **inversion_scores(embedder, targets, predictions, references, [item.names for item in items]),
         "seconds": round(time.perf_counter() - started, 2),
         "seconds_per_record": round((time.perf_counter() - started) / max(len(items), 1), 3),
         "cpu_seconds_per_record": round((time.process_time() - cpu_started) / max(len(items), 1), 3),
