@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 
 from vdbguard.attacks import load_attack_class, strongest_inversion
-from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Search, vocabulary_table
+from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Search, spellings, vocabulary_table
 from vdbguard.attacks.decoder import decoder_available
 from vdbguard.attacks.quality import record_quality
 
@@ -83,6 +84,15 @@ def test_spelling_leaves_a_sentence_alone_when_nothing_longer_comes_closer(embed
     search.consider([text])
     search.spell()
     assert search.best_text == text and search.queries > 1
+
+
+@needs_decoder
+def test_decoding_speaks_the_installed_transformers_cache_argument(model_cache) -> None:
+    # transformers 5 warns on every call that passes past_key_values, and drops it in 5.40
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        words = spellings("Thanks to", "Bala")
+    assert words and all(word.startswith("Bala") for word in words)
 
 
 def test_no_batch_overruns_the_query_budget(embedder, model_cache) -> None:

@@ -89,6 +89,7 @@ from vdbguard.attacks.corrector import UniversalCorrector, refine
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.generative import GenerativeInversion, InversionModel
 from vdbguard.attacks.gradient import GradientInversion, word_score
+from vdbguard.attacks.kv_cache import run_cached
 from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_list
 from vdbguard.embedders import Embedder
@@ -579,8 +580,8 @@ def spellings(left: str, prefix: str) -> dict[str, float]:
     tokenizer, texts = load_tokenizer(), _token_texts()
     prompt = tokenizer(_PROMPT.format(request="Write a short sentence.") + left, return_tensors="pt").input_ids
     with torch.inference_mode():
-        output = _language_model()(prompt, use_cache=True)
-    logits, cache = output.logits[:, -1], output.past_key_values
+        output, cache = run_cached(_language_model(), prompt)
+    logits = output.logits[:, -1]
     beams: list[tuple[list[int], float, str]] = [([], 0.0, (" " if left else "") + prefix)]  # tokens, log p, unspelt
     words: dict[str, float] = {}
     for _ in range(SPELL_TOKENS + 2):
@@ -612,8 +613,8 @@ def spellings(left: str, prefix: str) -> dict[str, float]:
         cache.reorder_cache(torch.tensor([beam for *_, beam in grown]))
         with torch.inference_mode():
             last = torch.tensor([[sequence[-1]] for sequence, *_ in beams])
-            output = _language_model()(last, past_key_values=cache, use_cache=True)
-        logits, cache = output.logits[:, -1], output.past_key_values
+            output, cache = run_cached(_language_model(), last, cache=cache)
+        logits = output.logits[:, -1]
     return words
 
 
@@ -625,12 +626,12 @@ class _Prompted:
 
     def start(self) -> tuple[torch.Tensor, Any]:
         prompt = load_tokenizer()(_PROMPT.format(request=self.request), return_tensors="pt").input_ids
-        output = _language_model()(prompt, use_cache=True)
-        return output.logits[:, -1], output.past_key_values
+        output, cache = run_cached(_language_model(), prompt)
+        return output.logits[:, -1], cache
 
     def step(self, tokens: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
-        output = _language_model()(tokens, past_key_values=cache, use_cache=True)
-        return output.logits[:, -1], output.past_key_values
+        output, grown = run_cached(_language_model(), tokens, cache=cache)
+        return output.logits[:, -1], grown
 
     @staticmethod
     def top(logits: torch.Tensor, k: int) -> list[list[int]]:
@@ -645,13 +646,13 @@ class _Conditioned:
         self.target = torch.from_numpy(np.asarray(target, dtype=np.float32)[None])
 
     def start(self) -> tuple[torch.Tensor, Any]:
-        output = self.model.decoder.model(inputs_embeds=self.model.prefix_embeds(self.target), use_cache=True)
-        return self.model.logits(output.last_hidden_state[:, -1]), output.past_key_values
+        output, cache = run_cached(self.model.decoder.model, inputs_embeds=self.model.prefix_embeds(self.target))
+        return self.model.logits(output.last_hidden_state[:, -1]), cache
 
     def step(self, tokens: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
         embeds = self.model.token_embeddings[tokens]
-        output = self.model.decoder.model(inputs_embeds=embeds, past_key_values=cache, use_cache=True)
-        return self.model.logits(output.last_hidden_state[:, -1]), output.past_key_values
+        output, grown = run_cached(self.model.decoder.model, inputs_embeds=embeds, cache=cache)
+        return self.model.logits(output.last_hidden_state[:, -1]), grown
 
     def top(self, logits: torch.Tensor, k: int) -> list[list[int]]:
         return self.model.vocabulary[logits.float().topk(k, dim=-1).indices].tolist()

@@ -47,6 +47,7 @@ from torch import nn
 
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, decoder_config, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.generative import LoRALinear, save_checkpoint
+from vdbguard.attacks.kv_cache import run_cached
 from vdbguard.data import packaged_file
 from vdbguard.errors import VdbguardError
 
@@ -521,8 +522,7 @@ class UniversalCorrector:
 
     def _generate(self, ids: torch.Tensor, n: int, generator: torch.Generator) -> list[list[int]]:
         self.model.eval()
-        output = self.model(ids, use_cache=True)
-        cache = output.past_key_values
+        output, cache = run_cached(self.model, ids)
         cache.batch_repeat_interleave(n)
         logits = output.logits[:, -1].float().expand(n, -1)
         rows: list[list[int]] = [[] for _ in range(n)]
@@ -538,8 +538,8 @@ class UniversalCorrector:
                     rows[row].append(token)
             if bool(finished.all()):
                 break
-            output = self.model(sampled[:, None], past_key_values=cache, use_cache=True)
-            cache, logits = output.past_key_values, output.logits[:, -1].float()
+            output, cache = run_cached(self.model, sampled[:, None], cache=cache)
+            logits = output.logits[:, -1].float()
         return rows
 
 

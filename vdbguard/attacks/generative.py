@@ -51,6 +51,7 @@ from torch import nn
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
+from vdbguard.attacks.kv_cache import run_cached
 from vdbguard.cache import atomic_write
 from vdbguard.corpus import LabelledText
 from vdbguard.data import packaged_file
@@ -167,8 +168,7 @@ class InversionModel(nn.Module):
         """Per vector, ``beam_width`` hypotheses best first: (full token ids, per-token log-probs, score)."""
         n, k = len(vectors), beam_width
         eos = int(self.lookup[EOS_ID])
-        output = self.decoder.model(inputs_embeds=self.prefix_embeds(vectors), use_cache=True)
-        cache = output.past_key_values
+        output, cache = run_cached(self.decoder.model, inputs_embeds=self.prefix_embeds(vectors))
         logprobs = self.logits(output.last_hidden_state[:, -1]).log_softmax(-1)  # (n, V)
         vocab = logprobs.shape[-1]
         scores, first = logprobs.topk(k, dim=-1)  # (n, k)
@@ -181,8 +181,7 @@ class InversionModel(nn.Module):
             if bool(finished.all()):
                 break
             step_input = self.token_embeddings[self.vocabulary[sequences[:, -1:]]]
-            output = self.decoder.model(inputs_embeds=step_input, past_key_values=cache, use_cache=True)
-            cache = output.past_key_values
+            output, cache = run_cached(self.decoder.model, inputs_embeds=step_input, cache=cache)
             logprobs = self.logits(output.last_hidden_state[:, -1]).log_softmax(-1)
             # a finished hypothesis only extends with EOS, at no cost
             logprobs[finished] = float("-inf")
