@@ -11,14 +11,13 @@ import os
 import random
 import shutil
 import ssl
-import tempfile
 import time
-import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, TypeVar
 
+from vdbguard.cache import ScratchDir
 from vdbguard.errors import ConnectorError, VdbguardError
 
 T = TypeVar("T")
@@ -182,15 +181,15 @@ def _copy_range(fin: BinaryIO, fout: BinaryIO, start: int, length: int) -> None:
 class PrivateCopy:
     """A copy of an embedded store under the temp dir, for engines that write or lock files on a plain read.
 
-    The copy is ``<tmp>/<name>``, made by ``copy(source, path)``; ``drop()`` deletes it, and so does
-    the garbage collector once the copy is no longer referenced.
+    The copy is ``<tmp>/<name>``, made by ``copy(source, path)`` in a :class:`~vdbguard.cache.ScratchDir`:
+    ``drop()`` deletes it, and so do the garbage collector, a normal exit and the next run after a kill.
     """
 
     def __init__(
         self, source: Path, *, store: str, name: str = "store", copy: Callable[[Path, Path], object] = copy_store
     ) -> None:
-        tmp = Path(tempfile.mkdtemp(prefix=f"vdbguard-{store}-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
+        self._scratch = ScratchDir(store)
+        tmp = self._scratch.path
         self.path = tmp / name
         try:
             copy(source, self.path)
@@ -207,7 +206,7 @@ class PrivateCopy:
             raise
 
     def drop(self) -> None:
-        self._cleanup()
+        self._scratch.drop()
 
 
 # -- local or server ---------------------------------------------------------------------------------

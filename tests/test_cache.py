@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from vdbguard.cache import atomic_write, write_json_atomic
+from vdbguard.cache import ScratchDir, atomic_write, write_json_atomic
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -33,3 +37,23 @@ def test_cached_json_computes_once_and_recovers_from_a_broken_file(tmp_path: Pat
     assert cached_json(path, compute) == {"dimension": 384} and len(calls) == 1
     path.write_text('{"dimen')  # a file cut short by another tool: computed again, never trusted
     assert cached_json(path, compute) == {"dimension": 384} and len(calls) == 2
+
+
+def test_scratch_folders_of_gone_processes_are_deleted_and_no_others(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = "import os; from vdbguard.cache import ScratchDir; kept = ScratchDir('x'); print(kept.path, flush=True)"
+    code += "; os._exit(0)"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    gone = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
+    unowned = tmp_path / "vdbguard-unowned"
+    unowned.mkdir()
+    assert Path(gone).exists()  # os._exit, like SIGKILL, runs no cleanup
+    live = ScratchDir("live")
+    assert not Path(gone).exists()
+    assert live.path.exists() and unowned.exists()
+    ScratchDir("another")  # the live process's folder stays
+    assert live.path.exists()
+    live.drop()
+    assert not live.path.exists()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import socket
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -73,3 +76,50 @@ def cached_json(path: Path, compute: Callable[[], T]) -> T:
         value = compute()
     write_json_atomic(path, value)
     return value
+
+
+_OWNER = ".vdbguard-owner"
+
+
+class ScratchDir:
+    """A private folder under the temp dir for what a run copies out of a store (a snapshot, a temporary state).
+
+    It holds user data, so it must not outlive the run. ``drop()`` deletes it, and so do the garbage collector and a
+    normal exit. A process killed outright (SIGKILL, the OOM killer) deletes nothing, so every new scratch folder
+    first deletes those whose owning process on this host is gone.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        reap_scratch_dirs()
+        self.path = Path(tempfile.mkdtemp(prefix=f"vdbguard-{prefix}-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        (self.path / _OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+
+    def drop(self) -> None:
+        self._cleanup()
+
+
+def reap_scratch_dirs() -> list[Path]:
+    """Delete the scratch folders of processes of this host that are gone; returns them. A folder without an owner
+    line, of another host or of a live process (or a reused pid) is left alone."""
+    host, reaped = socket.gethostname(), []
+    for folder in Path(tempfile.gettempdir()).glob("vdbguard-*"):
+        try:
+            owner_host, pid = (folder / _OWNER).read_text().split()
+            if owner_host != host or _alive(int(pid)):
+                continue
+        except (OSError, ValueError):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        reaped.append(folder)
+    return reaped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process, or a platform without signal 0
+        return True
+    return True

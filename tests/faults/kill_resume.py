@@ -92,8 +92,18 @@ def vdbguard_command(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "vdbguard"), *args]
 
 
-def cli_env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "VDBGUARD_TRANSFORM_KEY": ROTATION_KEY, "NO_COLOR": "1"}
+def cli_env(work: Path | None = None) -> dict[str, str]:
+    """The commands' environment; with ``work``, their temp dir is ``work/tmp``, where nothing may outlive them."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VDBGUARD_TRANSFORM_KEY": ROTATION_KEY, "NO_COLOR": "1"}
+    if work is not None:
+        (work / "tmp").mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(work / "tmp")
+    return env
+
+
+def scratch_left(work: Path) -> list[str]:
+    """The commands' scratch folders (private copies, temporary states) still in their temp dir."""
+    return sorted(path.name for path in (work / "tmp").glob("vdbguard-*"))
 
 
 def scan_command(
@@ -113,7 +123,9 @@ def scan_command(
 
 def _run(command: list[str], log: Path) -> int:
     with log.open("ab") as out:
-        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env(), check=False).returncode
+        return subprocess.run(
+            command, stdout=out, stderr=subprocess.STDOUT, env=cli_env(log.parent), check=False
+        ).returncode
 
 
 @dataclass
@@ -166,7 +178,7 @@ def kill_until_done(command: list[str], kills: int, killer: Killer, log: Path) -
         runs += 1
         before = killer.done()
         with log.open("ab") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env())
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env(log.parent))
         code = killer.wait(process) if killed < kills else process.wait()
         if code is None:
             killed += 1
@@ -266,6 +278,8 @@ def scan_outcome(
         problems.append(f"findings differ from a clean scan: {len(reference ^ resumed)} records")
     if isinstance(store, Path) and tree_digest(store) != before:
         problems.append("the store's files changed")
+    if left := scratch_left(work):
+        problems.append(f"scratch folders outlived the runs: {left}")
     return outcome
 
 
@@ -298,6 +312,8 @@ def protect_outcome(
         outcome.problems.append(f"the resumed copy holds {len(resumed['ids'])} records ({missing} missing)")
     elif resumed != reference:
         outcome.problems.append("the resumed copy differs from a clean copy")
+    if left := scratch_left(work):
+        outcome.problems.append(f"scratch folders outlived the runs: {left}")
     return outcome
 
 

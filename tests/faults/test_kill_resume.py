@@ -7,11 +7,22 @@ has the 20-kill runs over 20,000 records at random times.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.faults.kill_resume import build_store, protect_outcome, scan_outcome
+from tests.faults.kill_resume import (
+    build_store,
+    cli_env,
+    protect_outcome,
+    scan_command,
+    scan_outcome,
+    scratch_left,
+    state_ids,
+)
 
 RECORDS = 400
 KILLS = 3
@@ -42,3 +53,22 @@ def test_a_killed_scan_of_a_chroma_server_resumes_exactly(chroma_server, small_a
     outcome = scan_outcome(tmp_path, chroma_server, ids, KILLS, seed=3, by_progress=True, collection="faults")
     assert outcome.problems == [], outcome
     assert outcome.kills_mid_work >= 1, outcome
+
+
+def test_a_terminated_scan_deletes_its_private_copy_and_resumes(fault_store, small_attacks, tmp_path: Path) -> None:
+    # SIGTERM is how cron timeouts, CI cancels and Kubernetes stop a job: the copy of the store must not stay behind
+    store, ids = fault_store
+    state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
+    command = scan_command(store, tmp_path / "out", state, batch_size=16)
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env(tmp_path))
+    while process.poll() is None and not (state_ids(state) and scratch_left(tmp_path)):
+        time.sleep(0.05)
+    assert process.poll() is None, "the scan ended before it could be stopped mid-work"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 128 + signal.SIGTERM, log.read_text()[-2000:]
+    assert scratch_left(tmp_path) == []
+    assert 0 < len(state_ids(state)) < len(ids)
+    with log.open("ab") as out:
+        subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=cli_env(tmp_path), check=False)
+    assert sorted(state_ids(state)) == sorted(ids)

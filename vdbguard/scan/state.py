@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import sqlite3
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from vdbguard.cache import ScratchDir
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
 from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
@@ -171,10 +171,10 @@ class ScanStore:
     """One job's state file (or a temporary one). Use as a context manager."""
 
     def __init__(self, path: Path | None) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: ScratchDir | None = None
         if path is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="vdbguard-state-")
-            path = Path(self._tmp.name) / "state.sqlite"
+            self._tmp = ScratchDir("state")
+            path = self._tmp.path / "state.sqlite"
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock: int | None = None
@@ -227,7 +227,7 @@ class ScanStore:
         self.db.close()
         self._unlock()
         if self._tmp is not None:
-            self._tmp.cleanup()
+            self._tmp.drop()
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
