@@ -7,6 +7,7 @@
 #   1  a finding at least as severe as the job's fail_on ("high" in examples/vdbguard.toml)
 #   2  a usage, configuration or connection error
 #   75 another run still holds the lock (nothing scanned)
+#   143 stopped by SIGTERM (e.g. `timeout`): the state keeps every committed batch and the next run resumes
 # Cron mails whatever a job prints (MAILTO): this script prints nothing on success and one line on failure.
 #
 # Settings, all overridable from the environment (defaults: this checkout, so it runs as it is):
