@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import ssl
+import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -188,16 +189,16 @@ class PrivateCopy:
     def __init__(
         self, source: Path, *, store: str, name: str = "store", copy: Callable[[Path, Path], object] = copy_store
     ) -> None:
-        self._scratch = ScratchDir(store)
-        tmp = self._scratch.path
-        self.path = tmp / name
-        try:
+        self._scratch: ScratchDir | None = None
+        try:  # a full disk can refuse the folder itself
+            self._scratch = ScratchDir(store)
+            self.path = self._scratch.path / name
             copy(source, self.path)
         except (OSError, shutil.Error) as exc:  # copytree gathers its files' errors into one shutil.Error
             self.drop()
             first = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else str(exc)
             raise ConnectorError(
-                f"cannot copy {source} to a private snapshot under {tmp.parent} ({first})",
+                f"cannot copy {source} to a private snapshot under {tempfile.gettempdir()} ({first})",
                 "free space there or point TMPDIR at a disk that has room for a copy of the store "
                 "(or read it in place with --option snapshot=false, which some engines write to)",
             ) from exc
@@ -206,7 +207,8 @@ class PrivateCopy:
             raise
 
     def drop(self) -> None:
-        self._scratch.drop()
+        if self._scratch is not None:
+            self._scratch.drop()
 
 
 # -- local or server ---------------------------------------------------------------------------------
