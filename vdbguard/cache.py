@@ -99,20 +99,17 @@ class ScratchDir:
         self._cleanup()
 
 
-def reap_scratch_dirs() -> list[Path]:
-    """Delete the scratch folders of processes of this host that are gone; returns them. A folder without an owner
-    line, of another host or of a live process (or a reused pid) is left alone."""
-    host, reaped = socket.gethostname(), []
+def reap_scratch_dirs() -> None:
+    """Delete the scratch folders of processes of this host that are gone. A folder without an owner line, of
+    another host or of a live process (or a reused pid) is left alone."""
+    host = socket.gethostname()
     for folder in Path(tempfile.gettempdir()).glob("vdbguard-*"):
         try:
             owner_host, pid = (folder / _OWNER).read_text().split()
-            if owner_host != host or _alive(int(pid)):
-                continue
+            if owner_host == host and not _alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
         except (OSError, ValueError):
             continue
-        shutil.rmtree(folder, ignore_errors=True)
-        reaped.append(folder)
-    return reaped
 
 
 def _alive(pid: int) -> bool:
@@ -121,5 +118,5 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except OSError:  # another user's process, or a platform without signal 0
-        return True
+        pass
     return True
