@@ -6,7 +6,9 @@ Fills an embedded LanceDB table with ``--records`` vectors: MiniLM embeddings of
 sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
 like a real sentence's; the payload is an id and no text. Then runs ``vdbguard scan --state`` three
 times as a subprocess, each timed with its own peak memory (``wait4``): the first scan, a re-scan of the
-unchanged table, and a re-scan after 1% of the records got new vectors. Prints one Markdown table.
+unchanged table (LanceDB names the same snapshot: nothing is read), a re-scan after a write that changed no row
+(an empty ``add``: a new table version, so every page is read, hashed and looked up), and a re-scan after 1% of
+the records got new vectors. Prints one Markdown table.
 Needs GNU time (Debian package `time`) for the peak memory.
 ``--sample-percent`` makes the first scan attack a sample, for a 1M-record run that fits in a session
 (the re-scans then carry the sampled verdicts over and read the rest).
@@ -98,6 +100,10 @@ def main() -> None:
         first = timed_scan([*scan, "--out", str(workdir / "first")])
         rows.append(("first scan", first))
         rows.append(("re-scan, unchanged", timed_scan([*scan, "--out", str(workdir / "same")])))
+        with LanceDBConnector(collection="bench", path=str(store)) as connector:
+            table = connector._open()
+            table.add(table.schema.empty_table())  # a new version, every row as it was
+        rows.append(("re-scan, unchanged rows, new version", timed_scan([*scan, "--out", str(workdir / "read")])))
         changed = np.random.default_rng(1).choice(ids, size=max(options.records // 100, 1), replace=False)
         with LanceDBConnector(collection="bench", path=str(store)) as connector:
             write(connector, base, np.sort(changed), seed=10**9)

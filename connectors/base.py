@@ -51,6 +51,12 @@ class Connector(ABC):
     @abstractmethod
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]: ...
 
+    def content_version(self) -> str | None:
+        """The store's own name for the collection's content as this connector reads it now, where the store keeps
+        one: equal names promise equal ids, vectors and payloads, so a re-scan with the same settings carries every
+        verdict over without reading a page. None (the default) where the store promises nothing of the kind."""
+        return None
+
     def partitions(self, count: int) -> list[Partition]:
         """The collection split into at most ``count`` shares along the store's own layout, for
         ``scan --executor ray``. A store that cannot be split is one share, read by one worker."""

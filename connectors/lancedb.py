@@ -209,6 +209,24 @@ class LanceDBConnector(Connector):
             extra={"location": self.location, "version": int(table.version), "vector_column": layout.primary},
         )
 
+    def content_version(self) -> str | None:
+        """The current table version with its commit time and totals (a table dropped and made again starts over
+        at version 1), and the columns this connector reads: every write commits a new version."""
+        table = self._open()
+        version = int(table.version)
+        try:
+            entry = next((v for v in table.list_versions() if int(v["version"]) == version), None)
+        except Exception:  # a LanceDB that lists no versions promises nothing
+            return None
+        if entry is None:
+            return None
+        reads = {"id": self.id_column, "vector": self.vector_name, "text": self.text_column}
+        return json.dumps(
+            {"version": version, "at": str(entry["timestamp"]), "totals": entry.get("metadata"), "reads": reads},
+            sort_keys=True,
+            default=str,
+        )
+
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
         """Pages of ``batch_size`` rows of one pinned table version, in Lance's scan order."""
         if batch_size < 1:

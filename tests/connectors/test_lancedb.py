@@ -21,6 +21,10 @@ ROWS = 23
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
+    return _filled(tmp_path / "lance")
+
+
+def _filled(path: Path) -> Path:
     """Three fragments (three inserts) of rows with text, a JSON payload, and some of each missing."""
     records = [
         VectorRecord(
@@ -31,11 +35,11 @@ def store(tmp_path: Path) -> Path:
         )
         for i in range(ROWS)
     ]
-    with LanceDBConnector(collection="notes", path=tmp_path / "lance") as connector:
+    with LanceDBConnector(collection="notes", path=path) as connector:
         connector.ensure_collection(4)
         for start in (0, 9, 17):
             connector.upsert(records[start : {0: 9, 9: 17, 17: ROWS}[start]])
-    return tmp_path / "lance"
+    return path
 
 
 def _pages(path: Path, batch_size: int, resume_from: str | None = None) -> list[tuple[str, bytes]]:
@@ -94,3 +98,25 @@ def test_the_connector_leaves_lancedbs_rest_client_to_its_first_use(tmp_path: Pa
         "assert 'lance_namespace_urllib3_client.api' in sys.modules and callable(ApiClient)\n"
     )
     subprocess.run([sys.executable, "-c", program], check=True, timeout=300)
+
+
+def test_the_content_version_changes_with_every_write_and_with_what_the_connector_reads(store: Path) -> None:
+    def version(**reads: str) -> str | None:
+        with LanceDBConnector(collection="notes", path=store, **reads) as connector:
+            return connector.content_version()
+
+    before = version()
+    assert before is not None and version() == before, "nothing written: the same version"
+    assert version(text_column="other") != before, "another column read is other content"
+
+    number = lancedb.connect(store).open_table("notes").version
+    lancedb.connect(store).drop_table("notes")
+    _filled(store)  # the same rows, written the same way: the same version number and totals, made later
+    remade = version()
+    assert lancedb.connect(store).open_table("notes").version == number
+    assert remade is not None and remade != before
+
+    with LanceDBConnector(collection="notes", path=store) as connector:
+        rows = [record for batch in connector.iter_batches() for record in batch.records]
+        connector.upsert(rows[:1])  # the same row written again is still a write
+    assert version() != remade

@@ -75,7 +75,11 @@ def scan_on_ray(
         )
     try:
         with ScanStore(state_path) as store:
-            run = store.begin(target, key)
+            run = store.begin(target, key, connector.content_version())
+            if run.carry_unchanged():
+                with progress.task("Scanning records", total) as advance:
+                    advance(run.count())
+                return finish_run(run, sample, None)
             shares = connector.partitions(executor.shares(total))
             current, done = run.verdicts()
             reading = _Reading(executor.open_connector, batch_size, run.id, sample, ray.put((current, done)))

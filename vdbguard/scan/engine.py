@@ -562,7 +562,11 @@ def scan_incrementally(
             return build()
 
     with ScanStore(state_path) as store:
-        run = store.begin(target, key)
+        run = store.begin(target, key, connector.content_version())
+        if run.carry_unchanged():
+            with progress.task("Scanning records", total) as advance:
+                advance(run.count())
+            return finish_run(run, sample, deep)
         batch_run = _BatchRun(build_between_pages, run, sample, deep)
         batch_run.announce_plan(total)
         with progress.task("Scanning records", total) as advance:

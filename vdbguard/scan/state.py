@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS runs (
     records_attacked INTEGER NOT NULL DEFAULT 0,
     summary TEXT,
     report TEXT,
-    hidden TEXT
+    hidden TEXT,
+    content_version TEXT
 );
 CREATE TABLE IF NOT EXISTS records (
     target TEXT NOT NULL,
@@ -208,6 +209,8 @@ class ScanStore:
 
     def _check_schema(self) -> None:
         self.db.executescript(_SCHEMA)
+        if "content_version" not in {column for _, column, *_ in self.db.execute("PRAGMA table_info(runs)")}:
+            self.db.execute("ALTER TABLE runs ADD COLUMN content_version TEXT")  # files from before it
         row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(STATE_SCHEMA),))
@@ -296,11 +299,12 @@ class ScanStore:
         targets = [t for (t,) in self.db.execute("SELECT DISTINCT target FROM runs WHERE report IS NOT NULL")]
         return [r for t in sorted(targets) if (r := self.latest_report(t, with_findings=True)) is not None]
 
-    def begin(self, target: str, key: str) -> Run:
+    def begin(self, target: str, key: str, content_version: str | None = None) -> Run:
         """Resume this target's unfinished run if it has the same verdict key; otherwise start a new run.
 
         An unfinished run with another key (other attacks, embedder or thresholds) is abandoned rather
-        than mixed into: its records keep that key, so the new run attacks them again.
+        than mixed into: its records keep that key, so the new run attacks them again. ``content_version`` is
+        the store's name for the content a new run is about to read (``Connector.content_version``).
         """
         with self._transaction() as db:
             open_run = db.execute(
@@ -315,8 +319,8 @@ class ScanStore:
                 log.warning("the unfinished run %d used other settings: starting over with these", run_id)
                 db.execute("UPDATE runs SET abandoned = 1 WHERE id = ?", (run_id,))
             cur = db.execute(
-                "INSERT INTO runs (target, verdict_key, started_at) VALUES (?, ?, ?)",
-                (target, key, datetime.now(UTC).isoformat()),
+                "INSERT INTO runs (target, verdict_key, started_at, content_version) VALUES (?, ?, ?, ?)",
+                (target, key, datetime.now(UTC).isoformat(), content_version),
             )
             return Run(self, target, key, int(cur.lastrowid or 0), None, resumed=False)
 
@@ -348,6 +352,33 @@ class Run:
             )
             known.update((rid, Known(digest, key, run_id, pending == 1)) for rid, digest, key, run_id, pending in rows)
         return known
+
+    def carry_unchanged(self) -> bool:
+        """Carry every record over without reading the store, when nothing a re-scan reads could differ: the
+        store names the content version the last finished run read, and every record's verdict is current under
+        this run's key (no record left out by a sample, none waiting for the deep tier). What follows is the
+        full re-scan's outcome, every record carried. False, and nothing changed, otherwise."""
+        if self.resumed:
+            return False
+        with self.store._transaction() as db:
+            version, last = db.execute(
+                "SELECT (SELECT content_version FROM runs WHERE id = ?), (SELECT content_version FROM runs "
+                "WHERE target = ? "
+                "AND finished_at IS NOT NULL ORDER BY id DESC LIMIT 1)",
+                (self.id, self.target),
+            ).fetchone()
+            if version is None or version != last:
+                return False
+            stale = db.execute(
+                "SELECT 1 FROM records WHERE target = ? AND (verdict_key IS NOT ? OR (deep_wanted AND NOT deep)) "
+                "LIMIT 1",
+                (self.target, self.key),
+            ).fetchone()
+            if stale is not None:
+                return False
+            db.execute("UPDATE records SET run_id = ? WHERE target = ?", (self.id, self.target))
+        log.info("%s: the content the last run read, every verdict carried over unread", self.target)
+        return True
 
     def verdicts(self) -> tuple[dict[str, bytes | None], set[str]]:
         """For a distributed scan's readers: the digest of each record whose verdict is current under this
