@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shutil
+import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -199,6 +201,13 @@ class ChromaConnector(StoreCalls, Connector):
         hits = embeddings[0] if embeddings is not None and len(embeddings) else None
         return None if hits is None or not len(hits) or hits[0] is None else [float(x) for x in hits[0]]
 
+    def content_version(self) -> str | None:
+        """Embedded stores only: the collection's id with the last write its segments applied and the last one
+        its log holds. Chroma numbers every write in one sequence that only grows (a segment records the last
+        number it applied and skips any at or below it), so a write to this collection changes it, and a
+        collection made again has another id. Read from the store's database read-only, before any copy."""
+        return self._store.content_version() if isinstance(self._store, _Local) else None
+
     def partitions(self, count: int) -> list[Partition]:
         """Runs of offsets in Chroma's storage order."""
         total = int(self._call("count", self._reader().count))
@@ -385,6 +394,21 @@ class _Local(EmbeddedStore):
     def _connect(self, path: Path) -> Any:
         return chromadb.PersistentClient(path=str(path), tenant=self._tenant, database=self._database)
 
+    def content_version(self) -> str | None:
+        query = """
+            SELECT c.id, MAX(m.seq_id), (SELECT MAX(q.seq_id) FROM embeddings_queue q WHERE q.topic LIKE '%/' || c.id)
+            FROM collections c JOIN databases d ON c.database_id = d.id
+            LEFT JOIN segments s ON s.collection = c.id LEFT JOIN max_seq_id m ON m.segment_id = s.id
+            WHERE c.name = ? AND d.name = ? AND d.tenant_id = ? GROUP BY c.id
+        """
+        database = self.path / _DATABASE_FILE
+        try:
+            with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as db:
+                row = db.execute(query, (self._collection, self._database, self._tenant)).fetchone()
+        except sqlite3.Error:  # another schema, or no database yet: no promise
+            return None
+        return None if row is None else json.dumps({"collection": row[0], "applied": row[1], "logged": row[2]})
+
     def _copy_store(self, target: Path) -> None:
         """The database and every folder but other collections' vector segments (each collection's index is a
         folder named by its segment id): the copy costs what this collection holds, not the whole store."""
@@ -408,8 +432,6 @@ _DATABASE_FILE = "chroma.sqlite3"
 def _other_segments(database: Path, collection: str, tenant: str, database_name: str) -> set[str]:
     """Segment ids of every other collection in a (copied) chroma.sqlite3; none when its schema is not the one
     known (chromadb 1.x), so that an unknown layout is copied whole."""
-    import sqlite3
-
     query = """
         SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id JOIN databases d ON c.database_id = d.id
         WHERE NOT (c.name = ? AND d.name = ? AND d.tenant_id = ?)

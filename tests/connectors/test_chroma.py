@@ -379,3 +379,41 @@ def test_snapshot_false_reads_in_place(tmp_path: Path) -> None:
     with ChromaConnector(collection="docs", path=path, snapshot=False) as connector:
         assert sorted(r.id for r in read_all(connector, 8)) == sorted(r.id for r in written)
         assert connector._store.snapshot_dir is None
+
+
+def test_the_content_version_changes_with_every_write_to_the_collection_and_only_then(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    records = make_chroma_store(path, "notes", 20, 8, seed=1)
+    make_chroma_store(path, "other", 20, 8, seed=2)
+
+    def version(collection: str = "notes") -> str | None:
+        with ChromaConnector(collection=collection, path=path) as connector:
+            return connector.content_version()
+
+    before = version()
+    assert before is not None and version() == before and version("other") != before
+    with ChromaConnector(collection="notes", path=path, snapshot=False) as connector:
+        read_all(connector)  # a read in place touches the store's files, and writes nothing
+    assert version() == before
+
+    with ChromaConnector(collection="other", path=path) as connector:
+        connector.upsert([VectorRecord(id="x", vector=np.ones(8, np.float32))])
+    assert version() == before, "a write to another collection"
+
+    versions = {before}
+    for change in ("upsert", "delete", "remake"):
+        with ChromaConnector(collection="notes", path=path) as connector:
+            if change == "upsert":
+                connector.upsert(records[:1])  # the same record written again is still a write
+            elif change == "delete":
+                connector.delete([records[0].id])
+        if change == "remake":
+            client = chromadb.PersistentClient(path=str(path))
+            client.delete_collection("notes")
+            del client
+            make_chroma_store(path, "notes", 20, 8, seed=1)
+        assert version() not in versions, change
+        versions.add(version())
+
+    with ChromaConnector(collection="notes", url="http://127.0.0.1:9") as server:
+        assert server.content_version() is None, "a server names no version: every re-scan reads"

@@ -247,6 +247,29 @@ def test_a_digest_changes_with_its_record_and_only_then(backend: Backend) -> Non
     assert {i for i in before if after[i] != before[i]} == {first.id, second.id, third.id}
 
 
+def test_a_content_version_stays_while_nothing_is_written_and_changes_with_any_write(backend: Backend) -> None:
+    """What a re-scan that reads nothing trusts: a store that names a content version (``None``: it names none,
+    and every re-scan reads) names the same one after reads, and another one after a write, even one that
+    writes a record as it was."""
+    name = fresh_name("ver")
+    records = make_records(5, seed=23, namespaces=("ns-a",) if backend.namespaces else ())
+    fill(backend, name, records)
+
+    def version() -> str | None:
+        with backend.connector(name) as connector:
+            return connector.content_version()
+
+    before = version()
+    if before is None:
+        assert version() is None
+        return
+    with backend.connector(name) as connector:
+        read_all(backend, name)
+        assert connector.content_version() == before
+        connector.upsert(records[:1])
+    assert version() != before
+
+
 def test_delete_removes_exactly_the_given_ids(backend: Backend) -> None:
     name = fresh_name("del")
     records = make_records(9, seed=13, namespaces=("ns-a",) if backend.namespaces else ())
