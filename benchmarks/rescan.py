@@ -1,14 +1,15 @@
 """Incremental re-scans (issue #13): first scan vs re-scan of the same collection, unchanged and 1% changed.
 
-    python benchmarks/rescan.py --records 100000 [--sample-percent 100] [--profile small] [--formats json,md]
+    python benchmarks/rescan.py --records 100000 [--store lancedb|chroma] [--sample-percent 100] [--profile small]
 
-Fills an embedded LanceDB table with ``--records`` vectors: MiniLM embeddings of 5,000 real
+Fills an embedded LanceDB table (or Chroma collection) with ``--records`` vectors: MiniLM embeddings of 5,000 real
 sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
 like a real sentence's; the payload is an id and no text. Then runs ``vdbguard scan --state`` three
 times as a subprocess, each timed with its own peak memory (``wait4``): the first scan, a re-scan of the
-unchanged table (LanceDB names the same snapshot: nothing is read), a re-scan after a write that changed no row
-(an empty ``add``: a new table version, so every page is read, hashed and looked up), and a re-scan after 1% of
-the records got new vectors. Prints one Markdown table.
+unchanged table (the store names the same content version: nothing is read), a re-scan after a write that
+changed no row (LanceDB: an empty ``add``; Chroma: one record written again as it was; either way a new version,
+so every page is read, hashed and looked up), and a re-scan after 1% of the records got new vectors. Prints one
+Markdown table.
 Needs GNU time (Debian package `time`) for the peak memory.
 ``--sample-percent`` makes the first scan attack a sample, for a 1M-record run that fits in a session
 (the re-scans then carry the sampled verdicts over and read the rest).
@@ -78,21 +79,27 @@ def main() -> None:
     parser = bench_parser(__doc__, records=100_000, sample_percent=100)
     parser.add_argument("--profile", default="small")
     parser.add_argument("--formats", default="json", help="report formats each scan writes: json,md,html,sarif,csv")
+    parser.add_argument("--store", choices=("lancedb", "chroma"), default="lancedb")
     options = parser.parse_args()
-    from vdbguard.connectors.lancedb import LanceDBConnector
+    from vdbguard.connectors import load_connector
+
+    def connector_to(path: Path):
+        if options.store == "chroma":
+            return load_connector("chroma")(collection="bench", path=str(path), create=True)
+        return load_connector("lancedb")(collection="bench", path=str(path))
 
     with tempfile.TemporaryDirectory(prefix="vdbguard-rescan-") as tmp:
         workdir = Path(tmp)
-        store, state = workdir / "lance", workdir / "state.sqlite"
+        store, state = workdir / options.store, workdir / "state.sqlite"
         base = base_vectors(5000, workdir)
         ids = np.arange(options.records)
         fill_started = time.monotonic()
-        with LanceDBConnector(collection="bench", path=str(store)) as connector:
+        with connector_to(store) as connector:
             connector.ensure_collection(base.shape[1], "cosine")
             write(connector, base, ids, seed=0)
         fill_s = time.monotonic() - fill_started
         scan = [
-            "scan", "--connector", "lancedb", "--path", str(store), "--collection", "bench",
+            "scan", "--connector", options.store, "--path", str(store), "--collection", "bench",
             "--profile", options.profile, "--state", str(state), "--batch-size", "1000",
             "--sample", str(options.sample_percent / 100), "--format", options.formats, "--fail-on", "never",
         ]  # fmt: skip
@@ -100,17 +107,20 @@ def main() -> None:
         first = timed_scan([*scan, "--out", str(workdir / "first")])
         rows.append(("first scan", first))
         rows.append(("re-scan, unchanged", timed_scan([*scan, "--out", str(workdir / "same")])))
-        with LanceDBConnector(collection="bench", path=str(store)) as connector:
-            table = connector._open()
-            table.add(table.schema.empty_table())  # a new version, every row as it was
+        with connector_to(store) as connector:
+            if options.store == "lancedb":
+                table = connector._open()
+                table.add(table.schema.empty_table())  # a new version, every row as it was
+            else:
+                connector.upsert(next(connector.iter_batches(batch_size=1)).records)
         rows.append(("re-scan, unchanged rows, new version", timed_scan([*scan, "--out", str(workdir / "read")])))
         changed = np.random.default_rng(1).choice(ids, size=max(options.records // 100, 1), replace=False)
-        with LanceDBConnector(collection="bench", path=str(store)) as connector:
+        with connector_to(store) as connector:
             write(connector, base, np.sort(changed), seed=10**9)
         rows.append(("re-scan, 1% changed", timed_scan([*scan, "--out", str(workdir / "changed")])))
         state_mib = sum(p.stat().st_size for p in workdir.glob("state.sqlite*")) / 2**20
 
-    print(f"\n{options.records:,} records (fill {fill_s:.0f} s), profile {options.profile}, "
+    print(f"\n{options.store}, {options.records:,} records (fill {fill_s:.0f} s), profile {options.profile}, "
           f"first-scan sample {options.sample_percent}%, formats {options.formats}, "
           f"state file {state_mib:.1f} MiB\n")  # fmt: skip
     print("| run | wall (s) | speed-up vs first | peak RSS (MiB) |")
