@@ -78,3 +78,41 @@ def test_unnormalised_vectors_give_the_same_answer(small_attacks, embedder) -> N
     vectors = embedder.encode(["Email sarah.lee@example.com the signed contract."])
     for attack in small_attacks:
         assert attack.infer(vectors * 7.5) == attack.infer(vectors)
+
+
+def test_bag_of_words_infers_without_torch_and_reads_models_saved_as_a_torch_state(
+    small_attacks, embedder, tmp_path: Path
+) -> None:
+    """A scan of a few changed records loads the fast tier's models: torch's import was most of that."""
+    import json
+    import subprocess
+    import sys
+
+    import torch
+
+    from vdbguard.attacks.bag_of_words import _STATE_KEYS, _WEIGHTS_FILE, _model
+
+    inverter = by_name(small_attacks, "bag-of-words")
+    vectors = embedder.encode([t.text for t in synthetic_clean(30, seed=99)])
+    expected = [inference.recovered_text for inference in inverter.infer(vectors)]
+    assert any(expected)
+    inverter.save(tmp_path / "saved")
+    np.save(tmp_path / "vectors.npy", vectors)
+    program = (
+        "import json, sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from vdbguard.attacks.bag_of_words import BagOfWordsInversion\n"
+        f"attack = BagOfWordsInversion.load(Path({str(tmp_path / 'saved')!r}))\n"
+        f"found = attack.infer(np.load({str(tmp_path / 'vectors.npy')!r}))\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'texts': [i.recovered_text for i in found]}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(run.stdout) == {"torch": False, "texts": expected}
+
+    weights = np.load(tmp_path / "saved" / _WEIGHTS_FILE)
+    network = _model(weights["0.weight"].shape[1], len(inverter.vocabulary), inverter.hidden)
+    network.load_state_dict({key: torch.from_numpy(weights[key]) for key in _STATE_KEYS})
+    torch.save(network.state_dict(), tmp_path / "saved" / "model.pt")
+    (tmp_path / "saved" / _WEIGHTS_FILE).unlink()
+    older = BagOfWordsInversion.load(tmp_path / "saved")
+    assert [inference.recovered_text for inference in older.infer(vectors)] == expected

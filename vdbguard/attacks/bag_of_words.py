@@ -14,17 +14,17 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.corpus import LabelledText
 
-if TYPE_CHECKING:  # torch is imported on use: a re-scan with nothing to attack only needs this class's version
-    import torch
+if TYPE_CHECKING:  # torch is imported for training only
     from torch import nn
 
+_WEIGHTS_FILE = "weights.npz"
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]|[a-z]")
 
 
@@ -38,6 +38,30 @@ def _model(dimension: int, vocabulary: int, hidden: int) -> nn.Module:
     from torch import nn
 
     return nn.Sequential(nn.Linear(dimension, hidden), nn.GELU(), nn.Dropout(0.1), nn.Linear(hidden, vocabulary))
+
+
+class _Weights(NamedTuple):
+    """The trained network as numpy arrays: inference needs no torch, whose import is most of what a re-scan of
+    a few changed records would otherwise load."""
+
+    hidden: np.ndarray
+    hidden_bias: np.ndarray
+    out: np.ndarray
+    out_bias: np.ndarray
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> _Weights:
+        return cls(*(np.asarray(state[key], dtype=np.float32) for key in _STATE_KEYS))
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        from scipy.special import erf
+
+        h = x @ self.hidden.T + self.hidden_bias
+        h *= 0.5 * (1.0 + erf(h / np.float32(np.sqrt(2.0))))  # GELU, exact as torch's default
+        return h @ self.out.T + self.out_bias
+
+
+_STATE_KEYS = ("0.weight", "0.bias", "3.weight", "3.bias")  # the two Linear layers of ``_model``
 
 
 class BagOfWordsInversion(Attack):
@@ -66,7 +90,7 @@ class BagOfWordsInversion(Attack):
         self.word_threshold = 0.3
         self.threshold = pii_word_threshold
         self.vocabulary: list[str] = []
-        self.network: nn.Module | None = None
+        self.weights: _Weights | None = None
         self._metrics: dict[str, float] = {}
 
     def _targets(self, items: Sequence[LabelledText]) -> np.ndarray:
@@ -91,33 +115,32 @@ class BagOfWordsInversion(Attack):
         held_out = max(1, len(items) // 10)
         test_idx, train_idx = order[:held_out], order[held_out:]
 
-        self.network = _model(x.shape[1], len(self.vocabulary), self.hidden)
-        optimiser = torch.optim.AdamW(self.network.parameters(), lr=2e-3, weight_decay=1e-4)
+        network = _model(x.shape[1], len(self.vocabulary), self.hidden)
+        optimiser = torch.optim.AdamW(network.parameters(), lr=2e-3, weight_decay=1e-4)
         loss_fn = nn.BCEWithLogitsLoss()
         generator = torch.Generator().manual_seed(self.seed)
         batches_per_epoch = -(-len(train_idx) // 128)
         for _ in range(max(self.epochs, -(-self.min_steps // batches_per_epoch))):
-            self.network.train()
+            network.train()
             for batch in torch.randperm(len(train_idx), generator=generator).split(128):
                 rows = torch.from_numpy(train_idx)[batch]
                 optimiser.zero_grad()
-                loss_fn(self.network(x[rows]), y[rows]).backward()
+                loss_fn(network(x[rows]), y[rows]).backward()
                 optimiser.step()
             if progress:
                 progress(1)
-        self._calibrate_threshold(x[test_idx], y[test_idx])
+        self.weights = _Weights.of({key: value.detach().numpy() for key, value in network.state_dict().items()})
+        self._calibrate_threshold(x[test_idx].numpy(), y[test_idx].numpy())
 
-    def _probabilities(self, x: torch.Tensor) -> np.ndarray:
-        import torch
+    def _logits(self, x: np.ndarray) -> np.ndarray:
+        assert self.weights is not None, "fit() or load() first"
+        return self.weights.logits(x)
 
-        assert self.network is not None, "fit() or load() first"
-        self.network.eval()
-        with torch.inference_mode():
-            return torch.sigmoid(self.network(x)).numpy()
-
-    def _calibrate_threshold(self, x: torch.Tensor, y: torch.Tensor) -> None:
+    def _calibrate_threshold(self, x: np.ndarray, y: np.ndarray) -> None:
         """Pick the word threshold with the best held-out F1, and keep that F1 as the attack's strength."""
-        probabilities, truth = self._probabilities(x), y.numpy().astype(bool)
+        from scipy.special import expit
+
+        probabilities, truth = expit(self._logits(x)), y.astype(bool)
         best = (0.0, 0.0, 0.0, self.word_threshold)
         for threshold in np.arange(0.1, 0.9, 0.05):
             predicted = probabilities >= threshold
@@ -137,13 +160,15 @@ class BagOfWordsInversion(Attack):
         }
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
-        import torch
+        from scipy.special import expit, logit
 
-        probabilities = self._probabilities(torch.from_numpy(l2_normalise(vectors)))
-        results = [Inference() for _ in range(len(probabilities))]
-        # most rows recover no word at all: rank only the rows and columns that reach the threshold
-        rows, columns = np.nonzero(probabilities >= self.word_threshold)
-        scores = probabilities[rows, columns]
+        logits = self._logits(l2_normalise(vectors))
+        results = [Inference() for _ in range(len(logits))]
+        # most rows recover no word at all: the probability only of the words near or past the threshold
+        rows, columns = np.nonzero(logits >= logit(self.word_threshold) - 1e-3)
+        scores = expit(logits[rows, columns])
+        reached = scores >= self.word_threshold
+        rows, columns, scores = rows[reached], columns[reached], scores[reached]
         order = np.lexsort((columns, -scores, rows))  # by row, then most probable first
         rows, columns, scores = rows[order], columns[order], scores[order]
         bounds = np.flatnonzero(np.diff(rows, prepend=-1, append=-1))  # where each row's run starts, and the end
@@ -156,11 +181,9 @@ class BagOfWordsInversion(Attack):
         return results
 
     def save(self, directory: Path) -> None:
-        import torch
-
-        assert self.network is not None, "fit() first"
+        assert self.weights is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
-        torch.save(self.network.state_dict(), directory / "model.pt")
+        np.savez(directory / _WEIGHTS_FILE, **dict(zip(_STATE_KEYS, self.weights, strict=True)))
         learned = {"threshold": self.threshold, "word_threshold": self.word_threshold, "vocabulary": self.vocabulary}
         self.write_config(directory, learned)
 
@@ -169,10 +192,11 @@ class BagOfWordsInversion(Attack):
         attack, config = cls.from_config(directory)
         attack.threshold, attack.word_threshold = config["threshold"], config["word_threshold"]
         attack.vocabulary = config["vocabulary"]
-        import torch
+        if (directory / _WEIGHTS_FILE).is_file():
+            with np.load(directory / _WEIGHTS_FILE) as stored:
+                attack.weights = _Weights.of(dict(stored))
+        else:  # saved before weights.npz, as a torch state dict: the same weights
+            import torch
 
-        state = torch.load(directory / "model.pt", weights_only=True)
-        attack.network = _model(state["0.weight"].shape[1], len(attack.vocabulary), attack.hidden)
-        attack.network.load_state_dict(state)
-        attack.network.eval()
+            attack.weights = _Weights.of(torch.load(directory / "model.pt", weights_only=True))
         return attack
