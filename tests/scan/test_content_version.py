@@ -10,11 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from vdbguard.connectors.base import CollectionInfo
+from vdbguard.connectors.chroma import ChromaConnector
 from vdbguard.connectors.lancedb import LanceDBConnector
 
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.records import Batch, VectorRecord
-from vdbguard.scan import Scanner, ScanStore
+from vdbguard.reports.schema import Report
+from vdbguard.scan import Scanner, ScanStore, scan_collection
 
 
 class CountingLanceDB(LanceDBConnector):
@@ -94,3 +97,39 @@ def test_a_state_file_from_before_content_versions_gains_the_column(tmp_path: Pa
         assert run.carry_unchanged() is False, "no finished run read that content"
     with sqlite3.connect(tmp_path / "state.sqlite") as db:
         assert db.execute("SELECT content_version FROM runs").fetchall() == [("v1",)]
+
+
+class WatchedChroma(ChromaConnector):
+    """A real embedded Chroma connector that counts what would copy the store: describing it, reading a page."""
+
+    described = pages = 0
+
+    def describe(self) -> CollectionInfo:
+        self.described += 1
+        return super().describe()
+
+    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+        for batch in super().iter_batches(batch_size, resume_from):
+            self.pages += 1
+            yield batch
+
+
+def test_an_unchanged_chroma_store_is_neither_described_nor_read_again(
+    pii_store, embedder, small_attacks, tmp_path: Path
+) -> None:
+    path, collection, _ = pii_store
+    shutil.copytree(path, tmp_path / "store")
+    state = tmp_path / "state.sqlite"
+
+    def scan(connector: WatchedChroma) -> Report:
+        return scan_collection(
+            connector, connector_name="chroma", location=str(tmp_path / "store"), embedder=embedder,
+            profile="small", batch_size=32, state_path=state,
+        )  # fmt: skip
+
+    first = scan(WatchedChroma(collection=collection, path=tmp_path / "store"))
+    again = WatchedChroma(collection=collection, path=tmp_path / "store")
+    report = scan(again)
+    assert (again.described, again.pages) == (0, 0)
+    assert report.target == first.target and report.findings == first.findings
+    assert report.coverage is not None and report.coverage.records_carried_over == first.summary.records_scanned

@@ -18,7 +18,7 @@ from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
 from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks, training_digest
 from vdbguard.config import DEEP_RECORD_SECONDS
-from vdbguard.connectors.base import Connector
+from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
 from vdbguard.detectors.shared import detector_cores
@@ -98,13 +98,13 @@ def scan_collection(
     calibration, ``fused`` decides each type by the stacked verdict fitted on held-out real text
     (``scan.fused``); ``fused=False`` flags whatever any attack scores over its own threshold.
     """
-    info = connector.describe()
+    safe_location = redact_location(location)
+    info = _described(connector, connector_name, safe_location, state_path)
     if embedder is None and calibration.mode == "off" and calibration.load_from is None:
         raise VdbguardError(
             "--embedder store learns the store's space from its own records: it needs owner-side calibration",
             "drop --owner-calibration off",
         )
-    safe_location = redact_location(location)
     target = target_key(connector_name, safe_location, info.name)
     detector_key = detector_identity(detector)
     calibration, persisted = _calibration_in_state(
@@ -231,6 +231,20 @@ def scan_collection(
         with ScanStore(state_path) as store:
             store.save_report(report)
     return report
+
+
+def _described(connector: Connector, connector_name: str, location: str, state_path: Path | None) -> CollectionInfo:
+    """The collection as the last report of this very content described it, when the store names its content
+    version and the state holds such a report; else as the store describes it now. Describing an embedded
+    Chroma store copies it, which an unchanged re-scan would do only for this."""
+    content = connector.content_version()
+    if content is not None and state_path is not None and state_path.is_file():
+        with ScanStore(state_path) as store:
+            report = store.report_of_content(content)
+        if report is not None and (report.target.connector, report.target.location) == (connector_name, location):
+            seen = report.target
+            return CollectionInfo(name=seen.collection, dimension=seen.dimension, count=seen.count, metric=seen.metric)
+    return connector.describe()
 
 
 def _calibration_in_state(

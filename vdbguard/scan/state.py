@@ -294,6 +294,14 @@ class ScanStore:
             else report.model_copy(update={"findings": list(spool)})
         )
 
+    def report_of_content(self, content_version: str) -> Report | None:
+        """The header of the last finished run's report that read this content version, if any."""
+        row = self.db.execute(
+            "SELECT report FROM runs WHERE content_version = ? AND report IS NOT NULL ORDER BY id DESC LIMIT 1",
+            (content_version,),
+        ).fetchone()
+        return None if row is None else Report.model_validate_json(row[0])
+
     def latest_reports(self) -> list[Report]:
         """The last finished run's report of every target in this state file, findings included."""
         targets = [t for (t,) in self.db.execute("SELECT DISTINCT target FROM runs WHERE report IS NOT NULL")]
