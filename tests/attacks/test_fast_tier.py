@@ -116,3 +116,8 @@ def test_bag_of_words_infers_without_torch_and_reads_models_saved_as_a_torch_sta
     (tmp_path / "saved" / _WEIGHTS_FILE).unlink()
     older = BagOfWordsInversion.load(tmp_path / "saved")
     assert [inference.recovered_text for inference in older.infer(vectors)] == expected
+    assert (tmp_path / "saved" / _WEIGHTS_FILE).is_file(), "kept as numpy for the next load"
+    assert json.loads(subprocess.run([sys.executable, "-c", program], capture_output=True, text=True).stdout) == {
+        "torch": False,
+        "texts": expected,
+    }

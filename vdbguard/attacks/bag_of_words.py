@@ -9,6 +9,7 @@ which is why it is paired with the PII probes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from collections import Counter
@@ -183,7 +184,7 @@ class BagOfWordsInversion(Attack):
     def save(self, directory: Path) -> None:
         assert self.weights is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
-        np.savez(directory / _WEIGHTS_FILE, **dict(zip(_STATE_KEYS, self.weights, strict=True)))
+        _write_weights(directory, self.weights)
         learned = {"threshold": self.threshold, "word_threshold": self.word_threshold, "vocabulary": self.vocabulary}
         self.write_config(directory, learned)
 
@@ -195,8 +196,17 @@ class BagOfWordsInversion(Attack):
         if (directory / _WEIGHTS_FILE).is_file():
             with np.load(directory / _WEIGHTS_FILE) as stored:
                 attack.weights = _Weights.of(dict(stored))
-        else:  # saved before weights.npz, as a torch state dict: the same weights
+        else:  # saved before weights.npz, as a torch state dict: the same weights, kept as numpy from now on
             import torch
 
             attack.weights = _Weights.of(torch.load(directory / "model.pt", weights_only=True))
+            with contextlib.suppress(OSError):  # a read-only cache loads through torch each time
+                _write_weights(directory, attack.weights)
         return attack
+
+
+def _write_weights(directory: Path, weights: _Weights) -> None:
+    partial = directory / f".{_WEIGHTS_FILE}.partial"
+    with partial.open("wb") as file:  # np.savez would add ".npz" to the name
+        np.savez(file, **dict(zip(_STATE_KEYS, weights, strict=True)))
+    partial.replace(directory / _WEIGHTS_FILE)
