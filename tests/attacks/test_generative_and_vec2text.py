@@ -199,3 +199,14 @@ def test_corrector_round_trips_through_save_and_load(corrector, data, embedder, 
     assert [i.recovered_text for i in loaded.infer(vectors[:2])] == [
         i.recovered_text for i in corrector.infer(vectors[:2])
     ]
+
+
+def test_training_checkpoints_go_to_the_owner_only_cache_not_a_shared_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vdbguard.attacks.generative import GenerativeInversion
+
+    monkeypatch.setenv("VDBGUARD_CACHE_DIR", str(tmp_path / "cache"))
+    checkpoint = GenerativeInversion()._checkpoint_path("key")
+    assert checkpoint.is_relative_to(tmp_path / "cache")
+    assert (tmp_path / "cache").stat().st_mode & 0o077 == 0

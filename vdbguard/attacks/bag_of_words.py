@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.cache import atomic_write
 from vdbguard.corpus import LabelledText
 
 if TYPE_CHECKING:  # torch is imported for training only
@@ -206,7 +207,5 @@ class BagOfWordsInversion(Attack):
 
 
 def _write_weights(directory: Path, weights: _Weights) -> None:
-    partial = directory / f".{_WEIGHTS_FILE}.partial"
-    with partial.open("wb") as file:  # np.savez would add ".npz" to the name
+    with atomic_write(directory / _WEIGHTS_FILE) as file:
         np.savez(file, **dict(zip(_STATE_KEYS, weights, strict=True)))
-    partial.replace(directory / _WEIGHTS_FILE)

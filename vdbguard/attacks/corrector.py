@@ -33,7 +33,6 @@ import json
 import math
 import random
 import re
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -48,6 +47,7 @@ from torch import nn
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, decoder_config, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.generative import LoRALinear, save_checkpoint
 from vdbguard.attacks.kv_cache import run_cached
+from vdbguard.cache import cache_root
 from vdbguard.data import packaged_file
 from vdbguard.errors import VdbguardError
 
@@ -447,7 +447,7 @@ class UniversalCorrector:
                 [max_steps, max_seconds, batch_size, learning_rate, seed, self.bf16],
             ]
         )
-        root = checkpoint_dir or Path(tempfile.gettempdir()) / "vdbguard-corrector"
+        root = checkpoint_dir or cache_root() / "checkpoints" / "corrector"
         checkpoint = Path(root) / f"corrector-{key}.pt"
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         optimiser = torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=0.0)

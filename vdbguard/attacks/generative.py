@@ -16,8 +16,8 @@ CPU budget, and what it costs in quality:
 * Only the prefix MLP, the LoRA matrices and an output bias are trained and saved (a few MB, torch
   ``state_dict``); the decoder weights are never saved.
 * Training stops after ``epochs`` or ``max_seconds`` (whichever comes first; the learning-rate schedule
-  follows whichever is further along), and checkpoints every ``checkpoint_seconds`` into a temp folder keyed
-  by the data and configuration, so an interrupted fit resumes, and a second attack with the same
+  follows whichever is further along), and checkpoints every ``checkpoint_seconds`` into the (owner-only)
+  cache folder, keyed by the data and configuration, so an interrupted fit resumes, and a second attack with the same
   configuration (``vec2text``) reuses the finished model instead of retraining.
 
 Packaged model: for MiniLM, vdbguard ships a bigger model trained on an accelerator (all 30 layers, the whole
@@ -37,7 +37,6 @@ import hashlib
 import json
 import math
 import re
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -52,7 +51,7 @@ from torch import nn
 from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.kv_cache import run_cached
-from vdbguard.cache import atomic_write
+from vdbguard.cache import atomic_write, cache_root
 from vdbguard.corpus import LabelledText
 from vdbguard.data import packaged_file
 from vdbguard.embedders import Embedder
@@ -275,7 +274,7 @@ class GenerativeInversion(Attack):
 
     An MLP turns the embedding into a prefix of decoder-input vectors and a LoRA-adapted SmolLM2 (6 of its
     30 layers by default) writes the text from it, greedily or with ``beam_width``. Trained with teacher
-    forcing for ``epochs`` or ``max_seconds`` (20 minutes by default), resumable from a temp-folder checkpoint.
+    forcing for ``epochs`` or ``max_seconds`` (20 minutes by default), resumable from a checkpoint in the cache folder.
     Limits: after one CPU epoch it reproduces the training corpus' templates and frequent words, not rare
     tokens (unseen names, digits), and reads little of the embedding on text unlike the corpus; exact
     recoveries are rare (see benchmarks/generative_recipe.md for numbers and the GPU recipe).
@@ -361,7 +360,7 @@ class GenerativeInversion(Attack):
         return tokens, mask
 
     def _checkpoint_path(self, key: str) -> Path:
-        root = self.checkpoint_dir or Path(tempfile.gettempdir()) / "vdbguard-generative"
+        root = self.checkpoint_dir or cache_root() / "checkpoints" / "generative"
         return root / f"{key}.pt"
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
