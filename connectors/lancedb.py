@@ -211,7 +211,7 @@ class LanceDBConnector(Connector):
 
     def content_version(self) -> str | None:
         """The current table version with its commit time and totals (a table dropped and made again starts over
-        at version 1), and the columns this connector reads: every write commits a new version."""
+        at version 1), and the table and columns this connector reads: every write commits a new version."""
         table = self._open()
         version = int(table.version)
         try:
@@ -222,7 +222,13 @@ class LanceDBConnector(Connector):
             return None
         reads = {"id": self.id_column, "vector": self.vector_name, "text": self.text_column}
         return json.dumps(
-            {"version": version, "at": str(entry["timestamp"]), "totals": entry.get("metadata"), "reads": reads},
+            {
+                "table": self.collection_name,
+                "version": version,
+                "at": str(entry["timestamp"]),
+                "totals": entry.get("metadata"),
+                "reads": reads,
+            },
             sort_keys=True,
             default=str,
         )
