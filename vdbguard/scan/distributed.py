@@ -27,7 +27,16 @@ from vdbguard.errors import VdbguardError
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Finding, RecordProblem
-from vdbguard.scan.engine import FRESH, UNSAMPLED, Scanner, ScanResult, classify, finish_run, plan
+from vdbguard.scan.engine import (
+    FRESH,
+    UNSAMPLED,
+    Scanner,
+    ScanResult,
+    carried_unread,
+    classify,
+    finish_run,
+    plan,
+)
 from vdbguard.scan.state import RecordRow, ScanStore
 
 
@@ -76,10 +85,8 @@ def scan_on_ray(
     try:
         with ScanStore(state_path) as store:
             run = store.begin(target, key, connector.content_version())
-            if run.carry_unchanged():
-                with progress.task("Scanning records", total) as advance:
-                    advance(run.count())
-                return finish_run(run, sample, None)
+            if (carried := carried_unread(run, progress, total, sample, None)) is not None:
+                return carried
             shares = connector.partitions(executor.shares(total))
             current, done = run.verdicts()
             reading = _Reading(executor.open_connector, batch_size, run.id, sample, ray.put((current, done)))

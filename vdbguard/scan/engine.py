@@ -563,10 +563,8 @@ def scan_incrementally(
 
     with ScanStore(state_path) as store:
         run = store.begin(target, key, connector.content_version())
-        if run.carry_unchanged():
-            with progress.task("Scanning records", total) as advance:
-                advance(run.count())
-            return finish_run(run, sample, deep)
+        if (carried := carried_unread(run, progress, total, sample, deep)) is not None:
+            return carried
         batch_run = _BatchRun(build_between_pages, run, sample, deep)
         batch_run.announce_plan(total)
         with progress.task("Scanning records", total) as advance:
@@ -578,6 +576,18 @@ def scan_incrementally(
                 advance(len(batch))
                 batch_run.announce_estimate(total)
         return finish_run(run, sample, deep)
+
+
+def carried_unread(
+    run: Run, progress: ProgressSink, total: int | None, sample: float, deep: DeepTier | None
+) -> ScanResult | None:
+    """The run's outcome when the store names the content the last run read and every verdict carries over
+    (``Run.carry_unchanged``), without reading a page; None when the run has to read, the same in every executor."""
+    if not run.carry_unchanged():
+        return None
+    with progress.task("Scanning records", total) as advance:
+        advance(run.count())
+    return finish_run(run, sample, deep)
 
 
 def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
