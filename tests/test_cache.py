@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vdbguard.cache import ScratchDir, atomic_write, write_json_atomic
+from vdbguard.cache import ScratchDir, _host_tag, atomic_write, write_json_atomic
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -41,7 +42,8 @@ def test_cached_json_computes_once_and_recovers_from_a_broken_file(tmp_path: Pat
 
 def test_scratch_folders_of_gone_processes_are_deleted_and_no_others(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    code = "import os; from vdbguard.cache import ScratchDir; kept = ScratchDir('x'); print(kept.path, flush=True)"
+    code = "import os; from vdbguard.cache import ScratchDir; kept = ScratchDir('x')"
+    code += "; (kept.path / 'copy').write_text('user data'); print(kept.path, flush=True)"
     code += "; os._exit(0)"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     gone = subprocess.run(
@@ -50,9 +52,13 @@ def test_scratch_folders_of_gone_processes_are_deleted_and_no_others(tmp_path: P
     unowned = tmp_path / "vdbguard-unowned"
     unowned.mkdir()
     assert Path(gone).exists()  # os._exit, like SIGKILL, runs no cleanup
+    for child in Path(gone).iterdir():  # killed halfway through deleting its own folder: the name still owns it
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    elsewhere = tmp_path / Path(gone).name.replace(_host_tag(), "0" * 8)
+    elsewhere.mkdir()
     live = ScratchDir("live")
     assert not Path(gone).exists()
-    assert live.path.exists() and unowned.exists()
+    assert live.path.exists() and unowned.exists() and elsewhere.exists()
     ScratchDir("another")  # the live process's folder stays
     assert live.path.exists()
     live.drop()

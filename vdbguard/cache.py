@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -78,7 +80,12 @@ def cached_json(path: Path, compute: Callable[[], T]) -> T:
     return value
 
 
-_OWNER = ".vdbguard-owner"
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+# <prefix>-<host tag>-<pid>-<mkdtemp's suffix, which has no hyphen>
+_OWNED = re.compile(r"-(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)-[^-]+$")
 
 
 class ScratchDir:
@@ -86,30 +93,28 @@ class ScratchDir:
 
     It holds user data, so it must not outlive the run. ``drop()`` deletes it, and so do the garbage collector and a
     normal exit. A process killed outright (SIGKILL, the OOM killer) deletes nothing, so every new scratch folder
-    first deletes those whose owning process on this host is gone.
+    first deletes those whose owning process on this host is gone. The owner is in the folder's name, not in a file
+    in it: a kill between making the folder and writing a file, or halfway through deleting it, would leave a
+    folder nobody owns.
     """
 
     def __init__(self, prefix: str) -> None:
         reap_scratch_dirs()
-        self.path = Path(tempfile.mkdtemp(prefix=f"vdbguard-{prefix}-"))
+        self.path = Path(tempfile.mkdtemp(prefix=f"vdbguard-{prefix}-{_host_tag()}-{os.getpid()}-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
-        (self.path / _OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
 
     def drop(self) -> None:
         self._cleanup()
 
 
 def reap_scratch_dirs() -> None:
-    """Delete the scratch folders of processes of this host that are gone. A folder without an owner line, of
-    another host or of a live process (or a reused pid) is left alone."""
-    host = socket.gethostname()
+    """Delete the scratch folders of processes of this host that are gone. A folder whose name names no owner, or
+    names another host or a live process (or a reused pid), is left alone."""
+    host = _host_tag()
     for folder in Path(tempfile.gettempdir()).glob("vdbguard-*"):
-        try:
-            owner_host, pid = (folder / _OWNER).read_text().split()
-            if owner_host == host and not _alive(int(pid)):
-                shutil.rmtree(folder, ignore_errors=True)
-        except (OSError, ValueError):
-            continue
+        owner = _OWNED.search(folder.name)
+        if owner and owner["host"] == host and not _alive(int(owner["pid"])):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
