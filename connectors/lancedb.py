@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
+import os
 import sys
 import threading
 import types
@@ -45,8 +47,17 @@ def _defer_package_init(name: str) -> None:
     sys.modules[name] = package
 
 
-_defer_package_init("lance_namespace_urllib3_client")
-import lancedb  # noqa: E402
+def _lancedb() -> Any:
+    """LanceDB, imported on first use: the re-scan of an unchanged local table never opens it, and its import is
+    most of that re-scan's time."""
+    _defer_package_init("lance_namespace_urllib3_client")
+    import lancedb
+
+    return lancedb
+
+
+if importlib.util.find_spec("lancedb") is None:  # the extra is missing: say so when the connector is loaded
+    raise ImportError("No module named 'lancedb'", name="lancedb")
 
 _META_KEY = b"vdbguard"  # schema metadata written by ensure_collection: {"metric", "text", "payload"}
 _CURSOR_HINT = "pass a cursor taken from a lancedb scan, or none to start over"
@@ -129,7 +140,7 @@ class LanceDBConnector(Connector):
                 "point path at the directory given to lancedb.connect() (the one holding <table>.lance)",
             )
         try:
-            self._db = lancedb.connect(self.location)
+            self._db = _lancedb().connect(self.location)
         except Exception as exc:
             raise ConnectorError(f"cannot open the LanceDB database at {self.location}: {_describe(exc)}") from exc
         return self._db
@@ -212,6 +223,10 @@ class LanceDBConnector(Connector):
     def content_version(self) -> str | None:
         """The current table version with its commit time and totals (a table dropped and made again starts over
         at version 1), and the table and columns this connector reads: every write commits a new version."""
+        reads = {"id": self.id_column, "vector": self.vector_name, "text": self.text_column}
+        local = _local_manifests(self.location, self.collection_name)
+        if local is not None:
+            return json.dumps({"table": self.collection_name, "manifests": local, "reads": reads}, sort_keys=True)
         table = self._open()
         version = int(table.version)
         try:
@@ -220,7 +235,6 @@ class LanceDBConnector(Connector):
             return None
         if entry is None:
             return None
-        reads = {"id": self.id_column, "vector": self.vector_name, "text": self.text_column}
         return json.dumps(
             {
                 "table": self.collection_name,
@@ -422,6 +436,40 @@ class _Layout:
     ) -> None:
         self.schema, self.vectors, self.primary, self.text = schema, vectors, primary, text
         self.json_payload, self.others, self.metric = json_payload, others, metric
+
+
+def _local_manifests(location: str, table: str) -> str | None:
+    """A digest of a local table's version manifests, read without LanceDB: every commit writes a new manifest
+    (which holds its time and its fragments), so the names, sizes and times of all of them and the bytes of the
+    newest change with every write, a table made again included. None for object stores and unknown layouts."""
+    versions = Path(location) / f"{table}.lance" / "_versions"
+    if "://" in location or not versions.is_dir():
+        return None
+    digest, newest = hashlib.sha256(), None
+    try:
+        entries = sorted((e for e in os.scandir(versions) if e.name.endswith(".manifest")), key=lambda e: e.name)
+        for entry in entries:
+            stat = entry.stat()
+            digest.update(f"{entry.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+            number = _manifest_version(entry.name)
+            if number is not None and (newest is None or number > newest[0]):
+                newest = (number, entry.path)
+        if newest is None:
+            return None
+        digest.update(Path(newest[1]).read_bytes())
+    except OSError:  # a cleanup ran while it was listed: the next run reads the store
+        return None
+    return digest.hexdigest()
+
+
+def _manifest_version(name: str) -> int | None:
+    """The version a manifest file commits: ``<v>.manifest``, or ``<2^64 - 1 - v>.manifest`` (20 digits), the
+    naming that lists the newest first."""
+    stem = name.removesuffix(".manifest")
+    if not stem.isdigit():
+        return None
+    number = int(stem)
+    return (2**64 - 1 - number) if len(stem) == 20 and number >= 2**63 else number
 
 
 def _describe(exc: BaseException) -> str:

@@ -100,9 +100,14 @@ def test_the_connector_leaves_lancedbs_rest_client_to_its_first_use(tmp_path: Pa
     subprocess.run([sys.executable, "-c", program], check=True, timeout=300)
 
 
-def test_the_content_version_changes_with_every_write_and_with_what_the_connector_reads(store: Path) -> None:
+@pytest.mark.parametrize("address", ["path", "uri"])  # a local table's manifests, or LanceDB's version list
+def test_the_content_version_changes_with_every_write_and_with_what_the_connector_reads(
+    store: Path, address: str
+) -> None:
+    location = str(store) if address == "path" else store.as_uri()
+
     def version(**reads: str) -> str | None:
-        with LanceDBConnector(collection="notes", path=store, **reads) as connector:
+        with LanceDBConnector(collection="notes", path=location, **reads) as connector:
             return connector.content_version()
 
     before = version()
@@ -120,3 +125,21 @@ def test_the_content_version_changes_with_every_write_and_with_what_the_connecto
         rows = [record for batch in connector.iter_batches() for record in batch.records]
         connector.upsert(rows[:1])  # the same row written again is still a write
     assert version() != remade
+
+
+def test_a_local_tables_content_version_is_read_without_importing_lancedb(store: Path) -> None:
+    """LanceDB's import is most of an unchanged re-scan's time, and that re-scan needs only the version."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "from vdbguard.connectors.lancedb import LanceDBConnector\n"
+        f"with LanceDBConnector(collection='notes', path={str(store)!r}) as c:\n"
+        "    version = c.content_version()\n"
+        "assert version and 'lancedb' not in sys.modules, sorted(m for m in sys.modules if 'lance' in m)\n"
+        "print(version)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], check=True, timeout=300, capture_output=True, text=True)
+    with LanceDBConnector(collection="notes", path=store) as connector:
+        assert done.stdout.strip() == connector.content_version()
