@@ -1,6 +1,7 @@
 """Incremental re-scans (issue #13): first scan vs re-scan of the same collection, unchanged and 1% changed.
 
     python benchmarks/rescan.py --records 100000 [--store lancedb|chroma] [--sample-percent 100] [--profile small]
+        [--malloc cli|glibc]
 
 Fills an embedded LanceDB table (or Chroma collection) with ``--records`` vectors: MiniLM embeddings of 5,000 real
 sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
@@ -17,6 +18,7 @@ Needs GNU time (Debian package `time`) for the peak memory.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -80,7 +82,15 @@ def main() -> None:
     parser.add_argument("--profile", default="small")
     parser.add_argument("--formats", default="json", help="report formats each scan writes: json,md,html,sarif,csv")
     parser.add_argument("--store", choices=("lancedb", "chroma"), default="lancedb")
+    parser.add_argument(
+        "--malloc",
+        choices=("cli", "glibc"),
+        default="cli",
+        help="glibc: glibc's own malloc thresholds (MALLOC_ARENA_MAX at its default, so the CLI leaves them)",
+    )
     options = parser.parse_args()
+    if options.malloc == "glibc":
+        os.environ["MALLOC_ARENA_MAX"] = str(8 * (os.cpu_count() or 1))
     from vdbguard.connectors import load_connector
 
     def connector_to(path: Path):
@@ -121,6 +131,7 @@ def main() -> None:
         state_mib = sum(p.stat().st_size for p in workdir.glob("state.sqlite*")) / 2**20
 
     print(f"\n{options.store}, {options.records:,} records (fill {fill_s:.0f} s), profile {options.profile}, "
+          f"malloc {options.malloc}, "
           f"first-scan sample {options.sample_percent}%, formats {options.formats}, "
           f"state file {state_mib:.1f} MiB\n")  # fmt: skip
     print("| run | wall (s) | speed-up vs first | peak RSS (MiB) |")

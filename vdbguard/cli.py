@@ -228,9 +228,9 @@ MALLOC_THRESHOLD = 128 << 10
 def fix_malloc_thresholds() -> None:
     """Memory that returns to the system once freed, so a scan's peak stays flat as the store grows. glibc raises
     its mmap threshold to the largest block freed so far; the buffers LanceDB, Arrow and numpy free then stay in
-    the heaps of the threads that freed them (BENCHMARKS.md, "Peak memory and glibc's thresholds": 17-28% of a
-    scan's peak, at a few per cent of a first scan's time). A user's own ``MALLOC_*`` settings win, and a C
-    library other than glibc is left as it is."""
+    the heaps of the threads that freed them (BENCHMARKS.md, "peak memory and glibc's thresholds": 25-42% of the
+    peak of a scan that reads pages, for about 5% of a first scan's time). A user's own ``MALLOC_*`` settings win,
+    and a C library other than glibc is left as it is."""
     if not sys.platform.startswith("linux") or any(name.startswith("MALLOC_") for name in os.environ):
         return
     try:
