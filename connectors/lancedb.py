@@ -221,8 +221,9 @@ class LanceDBConnector(Connector):
         )
 
     def content_version(self) -> str | None:
-        """The current table version with its commit time and totals (a table dropped and made again starts over
-        at version 1), and the table and columns this connector reads: every write commits a new version."""
+        """The table and columns this connector reads, and what the table holds now: for a local table a digest
+        of its manifests (no LanceDB import), else the current version with its commit time and totals (a table
+        dropped and made again starts over at version 1). Every write commits a new version."""
         reads = {"id": self.id_column, "vector": self.vector_name, "text": self.text_column}
         local = _local_manifests(self.location, self.collection_name)
         if local is not None:
