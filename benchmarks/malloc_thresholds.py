@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 from common import bench_parser
-from rescan import base_vectors, timed_scan, write
+from rescan import GLIBC_ARENAS, base_vectors, timed_scan, write
 from vdbguard.connectors import load_connector
 
-SETTINGS = {"glibc": str(8 * (os.cpu_count() or 1)), "arena2": "2", "cli": None}
+SETTINGS = {"glibc": GLIBC_ARENAS, "arena2": "2", "cli": None}
 
 
 def use(setting: str) -> None:

@@ -33,6 +33,7 @@ from vdbguard.records import VectorRecord
 
 REAL_TEXT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"
 CHUNK = 50_000
+GLIBC_ARENAS = str(8 * (os.cpu_count() or 1))  # glibc's own MALLOC_ARENA_MAX: set, it keeps the CLI off malloc
 
 
 def real_lines(n: int, workdir: Path) -> list[str]:
@@ -90,7 +91,7 @@ def main() -> None:
     )
     options = parser.parse_args()
     if options.malloc == "glibc":
-        os.environ["MALLOC_ARENA_MAX"] = str(8 * (os.cpu_count() or 1))
+        os.environ["MALLOC_ARENA_MAX"] = GLIBC_ARENAS
     from vdbguard.connectors import load_connector
 
     def connector_to(path: Path):
