@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 from common import bench_parser
-from rescan import GLIBC_ARENAS, base_vectors, timed_scan, write
-from vdbguard.connectors import load_connector
+from rescan import GLIBC_ARENAS, base_vectors, connector_to, scan_args, timed_scan, write
 
 SETTINGS = {"glibc": GLIBC_ARENAS, "arena2": "2", "cli": None}
 
@@ -37,21 +36,17 @@ def main() -> None:
         store, state, saved = work / "lancedb", work / "state.sqlite", work / "saved.sqlite"
         base = base_vectors(5000, work)
         ids = np.arange(options.records)
-        with load_connector("lancedb")(collection="bench", path=str(store)) as connector:
+        with connector_to("lancedb", store) as connector:
             connector.ensure_collection(base.shape[1], "cosine")
             write(connector, base, ids, seed=0)
 
         def scan(state_file: Path) -> list[str]:
-            return [
-                "scan", "--connector", "lancedb", "--path", str(store), "--collection", "bench", "--profile",
-                "default", "--state", str(state_file), "--batch-size", "1000", "--format", "json",
-                "--fail-on", "never", "--out", str(work / "out"),
-            ]  # fmt: skip
+            return [*scan_args("lancedb", store, state_file, "default"), "--out", str(work / "out")]
 
         use("cli")
         timed_scan(scan(saved))
         changed = np.random.default_rng(1).choice(ids, size=max(options.records // 100, 1), replace=False)
-        with load_connector("lancedb")(collection="bench", path=str(store)) as connector:
+        with connector_to("lancedb", store) as connector:
             write(connector, base, np.sort(changed), seed=10**9)
         print("| run | setting | wall (s) | peak RSS (MiB) |\n|---|---|---|---|")
         for run in ("first scan", "re-scan, 1% changed"):

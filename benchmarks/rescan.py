@@ -65,6 +65,26 @@ def write(connector, base: np.ndarray, ids: np.ndarray, seed: int) -> None:
         )
 
 
+def connector_to(kind: str, path: Path):
+    """The benchmark's collection ``bench`` in an embedded LanceDB or Chroma store at ``path``."""
+    from vdbguard.connectors import load_connector
+
+    if kind == "chroma":
+        return load_connector("chroma")(collection="bench", path=str(path), create=True)
+    return load_connector("lancedb")(collection="bench", path=str(path))
+
+
+def scan_args(
+    kind: str, store: Path, state: Path, profile: str, sample: float = 1.0, formats: str = "json"
+) -> list[str]:
+    """``vdbguard scan`` of that collection with a job state, 1,000-record pages, never failing on findings."""
+    return [
+        "scan", "--connector", kind, "--path", str(store), "--collection", "bench", "--profile", profile,
+        "--state", str(state), "--batch-size", "1000", "--sample", str(sample), "--format", formats,
+        "--fail-on", "never",
+    ]  # fmt: skip
+
+
 def timed_scan(args: list[str]) -> tuple[float, float, str]:
     """Wall seconds and peak RSS (MiB, from GNU time: a forked child's own ru_maxrss starts at the parent's)."""
     command = ["/usr/bin/time", "-f", "maxrss_kb=%M", str(Path(sys.executable).with_name("vdbguard")), *args]
@@ -92,33 +112,22 @@ def main() -> None:
     options = parser.parse_args()
     if options.malloc == "glibc":
         os.environ["MALLOC_ARENA_MAX"] = GLIBC_ARENAS
-    from vdbguard.connectors import load_connector
-
-    def connector_to(path: Path):
-        if options.store == "chroma":
-            return load_connector("chroma")(collection="bench", path=str(path), create=True)
-        return load_connector("lancedb")(collection="bench", path=str(path))
-
     with tempfile.TemporaryDirectory(prefix="vdbguard-rescan-") as tmp:
         workdir = Path(tmp)
         store, state = workdir / options.store, workdir / "state.sqlite"
         base = base_vectors(5000, workdir)
         ids = np.arange(options.records)
         fill_started = time.monotonic()
-        with connector_to(store) as connector:
+        with connector_to(options.store, store) as connector:
             connector.ensure_collection(base.shape[1], "cosine")
             write(connector, base, ids, seed=0)
         fill_s = time.monotonic() - fill_started
-        scan = [
-            "scan", "--connector", options.store, "--path", str(store), "--collection", "bench",
-            "--profile", options.profile, "--state", str(state), "--batch-size", "1000",
-            "--sample", str(options.sample_percent / 100), "--format", options.formats, "--fail-on", "never",
-        ]  # fmt: skip
+        scan = scan_args(options.store, store, state, options.profile, options.sample_percent / 100, options.formats)
         rows = []
         first = timed_scan([*scan, "--out", str(workdir / "first")])
         rows.append(("first scan", first))
         rows.append(("re-scan, unchanged", timed_scan([*scan, "--out", str(workdir / "same")])))
-        with connector_to(store) as connector:
+        with connector_to(options.store, store) as connector:
             if options.store == "lancedb":
                 table = connector._open()
                 table.add(table.schema.empty_table())  # a new version, every row as it was
@@ -126,7 +135,7 @@ def main() -> None:
                 connector.upsert(next(connector.iter_batches(batch_size=1)).records)
         rows.append(("re-scan, unchanged rows, new version", timed_scan([*scan, "--out", str(workdir / "read")])))
         changed = np.random.default_rng(1).choice(ids, size=max(options.records // 100, 1), replace=False)
-        with connector_to(store) as connector:
+        with connector_to(options.store, store) as connector:
             write(connector, base, np.sort(changed), seed=10**9)
         rows.append(("re-scan, 1% changed", timed_scan([*scan, "--out", str(workdir / "changed")])))
         state_mib = sum(p.stat().st_size for p in workdir.glob("state.sqlite*")) / 2**20
