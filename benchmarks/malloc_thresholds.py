@@ -57,7 +57,7 @@ def main() -> None:
                         old.unlink()
                     if run != "first scan":
                         shutil.copy(saved, state)
-                    seconds, rss, _ = timed_scan(scan(state))
+                    seconds, rss, *_ = timed_scan(scan(state))
                     print(f"| {run} | {setting} | {seconds:.1f} | {rss:.0f} |", flush=True)
 
 

@@ -47,7 +47,7 @@ def main() -> None:
         rows, reports = [], []
         for i, (name, extra) in enumerate(runs.items()):
             out, state = workdir / f"out{i}", workdir / f"{i}.sqlite"
-            seconds, rss, output = timed_scan([*scan, *extra, "--state", str(state), "--out", str(out)])
+            seconds, rss, output, _ = timed_scan([*scan, *extra, "--state", str(state), "--out", str(out)])
             steady = re.search(r"first outcomes after ([\d.]+) s .*then (\d+) records/s", output)
             report = json.loads((out / "report.json").read_text())
             reports.append({k: report[k] for k in ("summary", "findings", "record_problems")})

@@ -1,7 +1,7 @@
 """Incremental re-scans (issue #13): first scan vs re-scan of the same collection, unchanged and 1% changed.
 
     python benchmarks/rescan.py --records 100000 [--store lancedb|chroma] [--sample-percent 100] [--profile small]
-        [--malloc cli|glibc]
+        [--malloc cli|glibc] [--ids ordered|uuid]
 
 Fills an embedded LanceDB table (or Chroma collection) with ``--records`` vectors: MiniLM embeddings of 5,000 real
 sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
@@ -18,12 +18,16 @@ Needs GNU time (Debian package `time`) for the peak memory.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from common import bench_parser
@@ -53,13 +57,21 @@ def noisy(base: np.ndarray, ids: np.ndarray, seed: int) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
-def write(connector, base: np.ndarray, ids: np.ndarray, seed: int) -> None:
+def record_id(i: int, kind: str = "ordered") -> str:
+    """``doc-0000042``, in the order the store hands records out (as the state file sorts them), or a UUID made
+    from ``i``, in no order the state file shares (as most stores' ids are)."""
+    if kind == "uuid":
+        return str(uuid.UUID(bytes=hashlib.blake2b(str(i).encode(), digest_size=16).digest()))
+    return f"doc-{i:07d}"
+
+
+def write(connector, base: np.ndarray, ids: np.ndarray, seed: int, id_kind: str = "ordered") -> None:
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         vectors = noisy(base, chunk, seed + start)
         connector.upsert(
             [
-                VectorRecord(id=f"doc-{i:07d}", vector=v, payload={"doc": int(i)})
+                VectorRecord(id=record_id(int(i), id_kind), vector=v, payload={"doc": int(i)})
                 for i, v in zip(chunk, vectors, strict=True)
             ]
         )
@@ -85,17 +97,49 @@ def scan_args(
     ]  # fmt: skip
 
 
-def timed_scan(args: list[str]) -> tuple[float, float, str]:
-    """Wall seconds and peak RSS (MiB, from GNU time: a forked child's own ru_maxrss starts at the parent's)."""
+class Timed(NamedTuple):
+    seconds: float
+    rss: float  # MiB, the largest process's peak (GNU time: a forked child's own ru_maxrss starts at the parent's)
+    output: str
+    tree_rss: float  # MiB, the peak of the sum over the scan and its worker processes, sampled every 0.1 s
+
+
+def tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and every process under it now, from Linux's /proc (shared pages count once
+    per process: an upper bound)."""
+    pending, total = [root], 0
+    while pending:
+        pid = pending.pop()
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            for children in Path(f"/proc/{pid}/task").glob("*/children"):
+                pending.extend(int(child) for child in children.read_text().split())
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+    return total * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def timed_scan(args: list[str]) -> Timed:
+    """``vdbguard ARGS`` timed, with its peak memory measured two ways."""
     command = ["/usr/bin/time", "-f", "maxrss_kb=%M", str(Path(sys.executable).with_name("vdbguard")), *args]
     started = time.monotonic()
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak, done = [0.0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.1):
+            peak[0] = max(peak[0], tree_rss_mib(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output, _ = proc.communicate()
     seconds = time.monotonic() - started
-    output = proc.stdout + proc.stderr
+    done.set()
+    sampler.join()
     if proc.returncode not in (0, 1):
         raise SystemExit(f"scan failed:\n{output}")
     rss_kb = int(output.rsplit("maxrss_kb=", 1)[1].split()[0])
-    return seconds, rss_kb / 1024, output
+    return Timed(seconds, rss_kb / 1024, output, peak[0])
 
 
 def main() -> None:
@@ -103,6 +147,7 @@ def main() -> None:
     parser.add_argument("--profile", default="small")
     parser.add_argument("--formats", default="json", help="report formats each scan writes: json,md,html,sarif,csv")
     parser.add_argument("--store", choices=("lancedb", "chroma"), default="lancedb")
+    parser.add_argument("--ids", choices=("ordered", "uuid"), default="ordered", help="record ids: see record_id")
     parser.add_argument(
         "--malloc",
         choices=("cli", "glibc"),
@@ -120,7 +165,7 @@ def main() -> None:
         fill_started = time.monotonic()
         with connector_to(options.store, store) as connector:
             connector.ensure_collection(base.shape[1], "cosine")
-            write(connector, base, ids, seed=0)
+            write(connector, base, ids, seed=0, id_kind=options.ids)
         fill_s = time.monotonic() - fill_started
         scan = scan_args(options.store, store, state, options.profile, options.sample_percent / 100, options.formats)
         rows = []
@@ -136,20 +181,23 @@ def main() -> None:
         rows.append(("re-scan, unchanged rows, new version", timed_scan([*scan, "--out", str(workdir / "read")])))
         changed = np.random.default_rng(1).choice(ids, size=max(options.records // 100, 1), replace=False)
         with connector_to(options.store, store) as connector:
-            write(connector, base, np.sort(changed), seed=10**9)
+            write(connector, base, np.sort(changed), seed=10**9, id_kind=options.ids)
         rows.append(("re-scan, 1% changed", timed_scan([*scan, "--out", str(workdir / "changed")])))
         state_mib = sum(p.stat().st_size for p in workdir.glob("state.sqlite*")) / 2**20
 
     print(f"\n{options.store}, {options.records:,} records (fill {fill_s:.0f} s), profile {options.profile}, "
-          f"malloc {options.malloc}, "
+          f"malloc {options.malloc}, ids {options.ids}, "
           f"first-scan sample {options.sample_percent}%, formats {options.formats}, "
           f"state file {state_mib:.1f} MiB\n")  # fmt: skip
-    print("| run | wall (s) | speed-up vs first | peak RSS (MiB) |")
-    print("|---|---|---|---|")
-    for name, (seconds, rss, _) in rows:
-        print(f"| {name} | {seconds:.1f} | {first[0] / seconds:.1f}× | {rss:.0f} |")
-    for name, (_, _, output) in rows:
-        coverage = [line for line in output.splitlines() if line.startswith("attacked ")]
+    print("| run | wall (s) | speed-up vs first | peak RSS, largest process (MiB) | peak RSS, all processes (MiB) |")
+    print("|---|---|---|---|---|")
+    for name, timed in rows:
+        print(
+            f"| {name} | {timed.seconds:.1f} | {first.seconds / timed.seconds:.1f}× | {timed.rss:.0f} "
+            f"| {timed.tree_rss:.0f} |"
+        )
+    for name, timed in rows:
+        coverage = [line for line in timed.output.splitlines() if line.startswith("attacked ")]
         print(f"- {name}: {coverage[-1] if coverage else '(no coverage line)'}")
 
 

@@ -9,7 +9,7 @@ import pytest
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors import load_detector
 from vdbguard.detectors.presidio import WINDOW, PresidioDetector
-from vdbguard.detectors.shared import CHUNK, ProcessSharedDetector
+from vdbguard.detectors.shared import CHUNK, DetectorWorker, ProcessSharedDetector
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +59,38 @@ def test_small_scans_start_no_worker_and_the_pickle_is_the_plain_detector(texts:
     assert shared._workers == []  # under start_after: a small scan never pays a worker's start
     assert type(pickle.loads(pickle.dumps(shared))) is PresidioDetector
     assert (shared.name, shared.version) == (PresidioDetector.name, PresidioDetector.version)
+
+
+def test_an_early_worker_detects_alone_and_this_process_never_loads_the_detector(texts: list[str]) -> None:
+    expected = PresidioDetector().detect_many(texts)
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=DetectorWorker("presidio"))
+    try:
+        assert shared.detect_many(texts[:-1]) == expected[:-1]  # waits for the worker, however long it takes
+        assert shared.detect(texts[-1]) == expected[-1]
+        assert shared._detector is None
+        assert shared._workers[0].process.poll() is None
+    finally:
+        shared.close()
+    assert shared._workers[0].process.poll() is not None
+
+
+def test_an_early_worker_that_dies_before_it_is_ready_costs_no_result(texts: list[str]) -> None:
+    worker = DetectorWorker("presidio")
+    worker.process.kill()
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=worker)
+    try:
+        assert shared.detect_many(texts) == PresidioDetector().detect_many(texts)
+        assert shared._detector is not None and not worker.alive
+    finally:
+        shared.close()
+
+
+def test_a_big_scan_detects_here_as_well_as_in_the_early_worker(texts: list[str]) -> None:
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, start_after=CHUNK, early=DetectorWorker("presidio"))
+    try:
+        expected = PresidioDetector().detect_many(texts)
+        assert shared.detect_many(texts) == expected
+        assert shared._detector is not None  # past start_after: this process takes a share
+        assert len(shared._workers) == 1
+    finally:
+        shared.close()

@@ -15,9 +15,11 @@ from vdbguard.connectors.chroma import ChromaConnector
 from vdbguard.connectors.lancedb import LanceDBConnector
 
 from vdbguard.detectors.presidio import PresidioDetector
+from vdbguard.detectors.shared import DetectorWorker
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Report
 from vdbguard.scan import Scanner, ScanStore, scan_collection
+from vdbguard.scan import run as scan_run
 
 
 class CountingLanceDB(LanceDBConnector):
@@ -133,3 +135,33 @@ def test_an_unchanged_chroma_store_is_neither_described_nor_read_again(
     assert (again.described, again.pages) == (0, 0)
     assert report.target == first.target and report.findings == first.findings
     assert report.coverage is not None and report.coverage.records_carried_over == first.summary.records_scanned
+
+
+def test_a_scan_that_reads_loads_its_detector_in_a_worker_meanwhile_and_an_unchanged_one_starts_none(
+    pii_store, embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, collection, _ = pii_store
+    shutil.copytree(path, tmp_path / "store")
+    started: list[DetectorWorker] = []
+
+    class Recorded(DetectorWorker):
+        def __init__(self, plugin: str) -> None:
+            super().__init__(plugin)
+            started.append(self)
+
+    monkeypatch.setattr(scan_run, "DetectorWorker", Recorded)
+    monkeypatch.setattr(scan_run, "detector_cores", lambda: 2)  # as on any machine with two cores or more
+
+    def scan() -> Report:
+        return scan_collection(
+            ChromaConnector(collection=collection, path=tmp_path / "store"), connector_name="chroma",
+            location=str(tmp_path / "store"), embedder=embedder, profile="small", batch_size=32,
+            state_path=tmp_path / "state.sqlite",
+        )  # fmt: skip
+
+    first = scan()
+    assert len(started) == 1 and started[0].ready.is_set()  # it built the detector the scan detected with
+    assert started[0].process.poll() is not None  # and is gone once the scan is done
+    assert first.summary.records_flagged > 0
+    assert scan().findings == first.findings
+    assert len(started) == 1

@@ -16,7 +16,7 @@ from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Severity
 from vdbguard.scan import DeepTier, Scanner, ScanStore, severity_of
-from vdbguard.scan.engine import DEEP_CHUNK
+from vdbguard.scan.engine import DEEP_CHUNK, ScanResult
 
 
 @pytest.fixture(scope="module")
@@ -324,3 +324,43 @@ def test_past_the_in_memory_limit_findings_are_spooled_and_read_back_whole(
     for result in (spooled, again):
         assert isinstance(result.findings, FindingSpool)
         assert list(result.findings) == held.findings and result.summary.records_flagged == len(held.findings)
+
+
+class Pages(ListConnector):
+    """Hand-made records served ``batch_size`` at a time, as a store pages them."""
+
+    def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+        for start in range(0, len(self.records), batch_size):
+            yield Batch(self.records[start : start + batch_size], cursor=None)
+
+
+def test_a_record_served_again_in_one_run_counts_once_and_a_change_after_a_carry_is_attacked(
+    small_attacks, detector, embedder, tmp_path: Path
+) -> None:
+    """A store that pages live under writes (or holds one id twice) serves a record again: it is one record. Once
+    attacked in a run it is not attacked again; carried over, it is attacked if it comes again changed. Nothing
+    stays behind in the state's list of carried records."""
+    texts = ["The quarterly report is due on Friday.", "Send the invoice for Dr. Laura Mitchell to laura@example.com."]
+    plain, personal = embedder.encode(texts)
+    before = [VectorRecord(id="a", vector=plain), VectorRecord(id="b", vector=plain + 0.01)]
+    changed = VectorRecord(id="a", vector=personal)
+    scanner, state = Scanner(small_attacks, detector, dimension=384), tmp_path / "state.sqlite"
+    leaks = scanner.scan(Pages([changed])).findings
+    assert leaks, "the changed record leaks"
+    scanner.scan(Pages(before), batch_size=1, state_path=state, target="t")
+
+    def rescan(*rows: VectorRecord) -> ScanResult:
+        result = scanner.scan(Pages(list(rows)), batch_size=1, state_path=state, target="t")
+        assert result.records_scanned == 2 and _count(state) == 2
+        with sqlite3.connect(state) as db:
+            assert db.execute("SELECT COUNT(*) FROM carried").fetchone()[0] == 0
+        return result
+
+    again = rescan(*before, changed)  # "a" carried over, then served changed
+    assert (again.coverage.records_attacked, again.coverage.records_carried_over) == (1, 1)
+    assert again.findings == leaks
+    assert rescan(changed, before[1]).coverage.records_attacked == 0, "the state holds what was read last"
+    back = rescan(changed, before[1], before[0])
+    assert back.coverage.records_attacked == 1 and back.findings == []
+    first_wins = rescan(changed, before[0], before[1])  # attacked when first read: the repeat is skipped
+    assert first_wins.coverage.records_attacked == 1 and first_wins.findings == leaks

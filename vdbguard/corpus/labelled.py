@@ -65,14 +65,24 @@ def cached_from_corpus(key: str, compute: Callable[[], T]) -> T:
 
 @functools.cache
 def _corpus_sources_digest() -> str:
+    """A digest of the corpus code, the packaged data (60 MB, read only when a file's size or time changed) and
+    the versions of the packages a corpus is built with."""
     import vdbguard.corpus
     import vdbguard.data
 
-    digest = hashlib.sha256()
     code = Path(vdbguard.corpus.__file__).parent
     data = Path(vdbguard.data.__path__[0])
-    for file in (*sorted(code.glob("*.py")), *sorted(f for f in data.iterdir() if f.is_file())):
-        digest.update(file.name.encode() + file.read_bytes())
-    for package in ("faker", "chatterbot-corpus", "spacy"):
-        digest.update(f"{package}=={metadata.version(package)}".encode())
-    return digest.hexdigest()[:24]
+    files = (*sorted(code.glob("*.py")), *sorted(f for f in data.iterdir() if f.is_file()))
+    versions = [f"{package}=={metadata.version(package)}" for package in ("faker", "chatterbot-corpus", "spacy")]
+
+    def contents() -> str:
+        digest = hashlib.sha256()
+        for file in files:
+            digest.update(file.name.encode() + file.read_bytes())
+        for package in versions:
+            digest.update(package.encode())
+        return digest.hexdigest()[:24]
+
+    stamps = [[str(f), (stat := f.stat()).st_size, stat.st_mtime_ns] for f in files]
+    name = hashlib.sha256(json.dumps([stamps, versions]).encode()).hexdigest()[:24]
+    return cached_json(cache_root() / "corpus-digests" / f"sources-{name}.json", contents)

@@ -1,8 +1,10 @@
 """A detector spread over worker processes, so a scan's PII detection uses every core, not one.
 
 spaCy runs in one thread; on a store that keeps each chunk's text beside its vector, detection is most of a
-fast-tier scan. Workers start only once a scan has shown it is big, and they never change a result: each text
-gets exactly what the detector finds here, in order.
+fast-tier scan. Workers start once a scan has shown it is big, and they never change a result: each text gets
+exactly what the detector finds here, in order. A scan about to read pages starts one early, before it opens the
+store: the detector (spaCy and Presidio, about 2 s) then loads on another core while pages are read, and this
+process loads its own only once the scan proves big.
 
 A worker is ``python -m vdbguard.detectors.worker NAME``, spoken to in JSON lines over its pipes, not a
 ``multiprocessing`` child: that would re-run the caller's main script in every worker (a user's unguarded
@@ -11,6 +13,7 @@ ingestion script, scan and all), and nothing crosses the pipe as a pickle.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 START_AFTER = 2_000  # texts read in this process first: a small scan never pays a worker's start (~2 s of a core)
 CHUNK = 64  # texts per request: small enough that no core waits long for the last one
 READY = "ready"
+START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
 
 
 def detector_cores() -> int:
@@ -52,8 +56,12 @@ class WorkerGone(Exception):
     """A worker exited or answered out of protocol; its chunk is detected in this process instead."""
 
 
-class _Worker:
-    """One worker process; ``ready`` is set once it has built its detector."""
+class DetectorWorker:
+    """One worker process building the detector plugin ``plugin``; ``ready`` is set once it has built it.
+
+    A scan that is going to read pages starts one before it opens the store, so the detector loads on another
+    core while the store is opened and the first pages are read and hashed.
+    """
 
     def __init__(self, plugin: str) -> None:
         self.process = subprocess.Popen(
@@ -63,7 +71,9 @@ class _Worker:
             encoding="utf-8",
         )
         self.ready = threading.Event()
+        self.settled = threading.Event()  # ready, or gone before it was
         self.alive = True
+        self._finalizer = weakref.finalize(self, _end, self.process)  # a scan that fails leaves no worker
         threading.Thread(target=self._await_ready, daemon=True, name="vdbguard-detector-start").start()
 
     def _await_ready(self) -> None:
@@ -71,6 +81,14 @@ class _Worker:
             self.ready.set()
         else:
             self.alive = False
+        self.settled.set()
+
+    def await_ready(self, timeout: float = START_TIMEOUT) -> bool:
+        """Wait for the worker to build its detector: True once it has, False if it is gone or took too long."""
+        if not self.settled.wait(timeout):
+            log.warning("a PII detector worker did not start within %.0f s; this process detects instead", timeout)
+            self.stop()
+        return self.alive and self.ready.is_set()
 
     def _read(self) -> str:
         assert self.process.stdout is not None
@@ -93,15 +111,19 @@ class _Worker:
 
     def stop(self) -> None:
         self.alive = False
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()  # the worker exits at the end of its input
-            self.process.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.process.kill()
+        self._finalizer()
 
 
-def _stop_all(workers: list[_Worker]) -> None:
+def _end(process: subprocess.Popen[str]) -> None:
+    """End a worker between requests: it keeps nothing, and its own shutdown takes a good part of a second."""
+    process.kill()
+    process.wait()
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+
+
+def _stop_all(workers: list[DetectorWorker]) -> None:
     for worker in workers:
         worker.stop()
 
@@ -110,43 +132,62 @@ class ProcessSharedDetector(Detector):
     """``detector.detect_many`` over ``processes`` processes: this one and ``processes - 1`` workers, each
     building the detector plugin of the same name.
 
+    ``detector`` is the plugin built here, or its class, built here only when needed: once the scan proves big
+    (past ``start_after`` texts), or when no worker can detect. Given an ``early`` worker (already building
+    the plugin), a small scan detects there alone and never loads the detector in this process.
+
     This process takes chunks from the end of a batch while each ready worker takes them from the front, so
     nothing waits for a worker still starting. A chunk a worker fails to answer is detected here: a result
-    is never lost. Pickling gives the wrapped detector, so a distributed scan's workers run their own.
+    is never lost. Pickling gives the plain detector, so a distributed scan's workers run their own.
     """
 
-    def __init__(self, detector: Detector, processes: int, start_after: int = START_AFTER) -> None:
-        self.detector = detector
-        self.name = detector.name  # type: ignore[misc]
-        self.version = detector.version  # type: ignore[misc]
-        self.max_chars = detector.max_chars  # type: ignore[misc]
+    def __init__(
+        self,
+        detector: Detector | type[Detector],
+        processes: int,
+        start_after: int = START_AFTER,
+        early: DetectorWorker | None = None,
+    ) -> None:
+        self._plugin = detector if isinstance(detector, type) else type(detector)
+        self._detector = None if isinstance(detector, type) else detector
+        self.name = self._plugin.name  # type: ignore[misc]
+        self.version = self._plugin.version  # type: ignore[misc]
+        self.max_chars = self._plugin.max_chars  # type: ignore[misc]
         self.processes = processes
         self.start_after = start_after
         self._read = 0
-        self._workers: list[_Worker] = []
+        self._workers: list[DetectorWorker] = [early] if early is not None else []
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
 
+    @property
+    def detector(self) -> Detector:
+        if self._detector is None:
+            self._detector = self._plugin()
+        return self._detector
+
     def __reduce__(self) -> tuple[object, ...]:
-        return self.detector.__reduce__()
+        return self._plugin, ()
 
     def detect(self, text: str) -> list[Detection]:
-        return self.detector.detect(text)
+        return self.detect_many([text])[0]
 
     def close(self) -> None:
         self._finalizer()
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         self._read += len(texts)
-        if not self._workers and self.processes > 1 and self._read > self.start_after:
-            self._workers.extend(_Worker(self.detector.name) for _ in range(self.processes - 1))
-        ready = [w for w in self._workers if w.alive and w.ready.is_set()]
-        if not ready or len(texts) <= CHUNK:
+        big = self._read > self.start_after
+        if big and self.processes > 1 and len(self._workers) < self.processes - 1:
+            self._workers.extend(DetectorWorker(self.name) for _ in range(self.processes - 1 - len(self._workers)))
+        here = self._detector is not None or big  # this process detects too
+        ready = self._ready_workers(wait=not here)
+        if not ready or (here and len(texts) <= CHUNK):
             return self.detector.detect_many(texts)
         chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
         found: dict[int, list[list[Detection]]] = {}
         pending, lock = deque(range(len(chunks))), threading.Lock()
 
-        def feed(worker: _Worker) -> None:
+        def feed(worker: DetectorWorker) -> None:
             while worker.alive:
                 with lock:
                     if not pending:
@@ -162,7 +203,7 @@ class ProcessSharedDetector(Detector):
         feeders = [threading.Thread(target=feed, args=(w,), name="vdbguard-detector-feed") for w in ready]
         for feeder in feeders:
             feeder.start()
-        while True:
+        while here:
             with lock:
                 if not pending:
                     break
@@ -170,7 +211,16 @@ class ProcessSharedDetector(Detector):
             found[index] = self.detector.detect_many(chunks[index])
         for feeder in feeders:
             feeder.join()
-        for index in range(len(chunks)):  # what a worker gave back after this process had finished
+        for index in range(len(chunks)):  # what a worker gave back after this process had finished, or never
             if index not in found:
                 found[index] = self.detector.detect_many(chunks[index])
         return [detections for index in range(len(chunks)) for detections in found[index]]
+
+    def _ready_workers(self, wait: bool) -> list[DetectorWorker]:
+        """The workers that can take a chunk now; with ``wait`` (nothing built here to detect with), after
+        waiting for those still building their detector."""
+        if wait:
+            for worker in self._workers:
+                if worker.alive:
+                    worker.await_ready()
+        return [w for w in self._workers if w.alive and w.ready.is_set()]

@@ -373,18 +373,13 @@ class _BatchRun:
 
     def scan_batch(self, batch: Batch) -> None:
         ids, digests = batch.ids, batch.digests()
-        known = self.run.lookup(ids)
+        seen = self.run.lookup(ids)
         fresh, carried, unsampled = [], [], []
         for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
-            seen = known.get(record_id)
-            committed = seen is not None and seen.run_id == self.run.id
-            current = (
-                not committed
-                and seen is not None
-                and seen.verdict_key == self.run.key
-                and seen.digest == digest
-                and not (seen.deep_pending and self._deep_budget_left())
+            current = seen.judged.get(record_id, MISSING) == digest and not (
+                record_id in seen.deep_pending and self._deep_budget_left()  # attacked again, for the deep tier
             )
+            committed = record_id in seen.committed
             kind = classify(record_id, committed=committed, current=current, run_id=self.run.id, sample=self.sample)
             if kind == CARRIED:
                 carried.append(record_id)
@@ -498,12 +493,14 @@ def record_fraction(record_id: str, salt: int) -> float:
 
 
 FRESH, CARRIED, UNSAMPLED = "fresh", "carried", "unsampled"
+MISSING = object()  # no verdict under this key: equal to no digest
 
 
 def classify(record_id: str, *, committed: bool, current: bool, run_id: int, sample: float) -> str | None:
     """What a scan does with one row it read, the same in every executor: nothing when this run already
-    committed it (a duplicate id, or a page the store served twice), carry a current verdict, leave out a
-    row the sample does not draw, attack the rest."""
+    attacked it (a duplicate id, or a page the store served twice), carry a current verdict, leave out a
+    row the sample does not draw, attack the rest. A row carried over and served again is carried again, or
+    attacked if it comes changed (a store paged live under writes serves the newer content second)."""
     if committed:
         return None
     if current:
@@ -592,6 +589,7 @@ def carried_unread(
 
 def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
     """Close the run (resolving the findings of deleted records) and read its outcome from the state."""
+    run.settle()
     findings = run.findings()
     summary = run.summary(findings)
     attacked, carried, deep_records, flagged_by_fast, flagged_covered = run.count_each(

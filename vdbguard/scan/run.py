@@ -21,7 +21,7 @@ from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
-from vdbguard.detectors.shared import detector_cores
+from vdbguard.detectors.shared import DetectorWorker, detector_cores
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
@@ -99,14 +99,17 @@ def scan_collection(
     (``scan.fused``); ``fused=False`` flags whatever any attack scores over its own threshold.
     """
     safe_location = redact_location(location)
-    info = _described(connector, connector_name, safe_location, state_path)
+    detector_key = detector_identity(detector)
+    seen = _seen_before(connector, connector_name, safe_location, state_path)
+    # a scan that reads pages loads its PII detector in a worker meanwhile, on another core
+    early = DetectorWorker(detector) if seen is None and executor is None and detector_cores() > 1 else None
+    info = seen or connector.describe()
     if embedder is None and calibration.mode == "off" and calibration.load_from is None:
         raise VdbguardError(
             "--embedder store learns the store's space from its own records: it needs owner-side calibration",
             "drop --owner-calibration off",
         )
     target = target_key(connector_name, safe_location, info.name)
-    detector_key = detector_identity(detector)
     calibration, persisted = _calibration_in_state(
         calibration if embedder else replace(calibration, mode="on"), state_path, target, detector_key
     )
@@ -148,6 +151,7 @@ def scan_collection(
                 batch_size,
                 progress,
                 detector_processes=1 if executor is not None else detector_cores(),
+                early_detector=early,
             )
         )
         return built["scanner"]
@@ -184,6 +188,8 @@ def scan_collection(
         )
     else:
         result = scan_on_ray(connector, build, key, executor, **common)
+    if early is not None:
+        early.stop()  # the scan is done detecting; a scanner built from here on detects in this process
     previous = None
     if not built and state_path is not None:
         with ScanStore(state_path) as store:
@@ -233,10 +239,12 @@ def scan_collection(
     return report
 
 
-def _described(connector: Connector, connector_name: str, location: str, state_path: Path | None) -> CollectionInfo:
+def _seen_before(
+    connector: Connector, connector_name: str, location: str, state_path: Path | None
+) -> CollectionInfo | None:
     """The collection as the last report of this very content described it, when the store names its content
-    version and the state holds such a report; else as the store describes it now. Describing an embedded
-    Chroma store copies it, which an unchanged re-scan would do only for this."""
+    version and the state holds such a report (a re-scan that most likely reads nothing); else None. Describing
+    an embedded Chroma store copies it, which an unchanged re-scan would do only for this."""
     content = connector.content_version()
     if content is not None and state_path is not None and state_path.is_file():
         with ScanStore(state_path) as store:
@@ -244,7 +252,7 @@ def _described(connector: Connector, connector_name: str, location: str, state_p
         if report is not None and (report.target.connector, report.target.location) == (connector_name, location):
             seen = report.target
             return CollectionInfo(name=seen.collection, dimension=seen.dimension, count=seen.count, metric=seen.metric)
-    return connector.describe()
+    return None
 
 
 def _calibration_in_state(
@@ -276,6 +284,7 @@ def _build_scanner(
     batch_size: int,
     progress: ProgressSink | None,
     detector_processes: int = 1,
+    early_detector: DetectorWorker | None = None,
 ) -> dict[str, Any]:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
@@ -291,7 +300,7 @@ def _build_scanner(
         dimension = embedder.dimension
         identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
     attacks = trained_attacks(model, attack_names, profile=settings, progress=progress)
-    pii_detector = load_detector(detector, processes=detector_processes)
+    pii_detector = load_detector(detector, processes=detector_processes, early=early_detector)
     calibrated = owner_calibration(
         connector,
         attacks,

@@ -70,6 +70,10 @@ CREATE TABLE IF NOT EXISTS records (
     problem TEXT,
     PRIMARY KEY (target, record_id)
 ) WITHOUT ROWID;
+-- the records a run carried over, marked in records.run_id when it finishes (Run.settle): appended in the order a
+-- store hands them out, where marking each record as it was read wrote every page of the records table once per
+-- batch when record ids come in no sorted order (UUIDs)
+CREATE TABLE IF NOT EXISTS carried (run_id INTEGER NOT NULL, record_id TEXT NOT NULL);
 -- an index on (target, run_id), dropped from older files: it cost every carried record an index rewrite, and the
 -- counts read all of a target's records anyway
 DROP INDEX IF EXISTS records_by_run;
@@ -97,13 +101,13 @@ def verdict_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-class Known(NamedTuple):
-    """What the state remembers about one record (a tuple: a re-scan makes one per stored record)."""
+class Seen(NamedTuple):
+    """What the state knows about a page's records: those this run already committed, the digest each other one
+    had when its verdict (under this run's key) was made, and those of them still waiting for the deep tier."""
 
-    digest: bytes | None
-    verdict_key: str | None
-    run_id: int
-    deep_pending: bool = False
+    committed: set[str]
+    judged: dict[str, bytes | None]
+    deep_pending: set[str]
 
 
 @dataclass
@@ -326,6 +330,7 @@ class ScanStore:
                     return Run(self, target, key, run_id, cursor, resumed=True)
                 log.warning("the unfinished run %d used other settings: starting over with these", run_id)
                 db.execute("UPDATE runs SET abandoned = 1 WHERE id = ?", (run_id,))
+                db.execute("DELETE FROM carried WHERE run_id = ?", (run_id,))
             cur = db.execute(
                 "INSERT INTO runs (target, verdict_key, started_at, content_version) VALUES (?, ?, ?, ?)",
                 (target, key, datetime.now(UTC).isoformat(), content_version),
@@ -348,18 +353,24 @@ class Run:
         ).fetchone()
         return int(row[0]), float(row[1]), bool(row[2])
 
-    def lookup(self, record_ids: Sequence[str]) -> dict[str, Known]:
-        known: dict[str, Known] = {}
+    def lookup(self, record_ids: Sequence[str]) -> Seen:
+        seen = Seen(set(), {}, set())
         for start in range(0, len(record_ids), LOOKUP_CHUNK):
             chunk = list(record_ids[start : start + LOOKUP_CHUNK])
             marks = ",".join("?" * len(chunk))
             rows = self.db.execute(
-                "SELECT record_id, digest, verdict_key, run_id, deep_wanted AND NOT deep FROM records "
+                "SELECT record_id, digest, verdict_key IS ?, run_id = ?, deep_wanted AND NOT deep FROM records "
                 f"WHERE target = ? AND record_id IN ({marks})",
-                (self.target, *chunk),
+                (self.key, self.id, self.target, *chunk),
             )
-            known.update((rid, Known(digest, key, run_id, pending == 1)) for rid, digest, key, run_id, pending in rows)
-        return known
+            for record_id, digest, same_key, committed, pending in rows:
+                if committed:
+                    seen.committed.add(record_id)
+                elif same_key:
+                    seen.judged[record_id] = digest
+                    if pending:
+                        seen.deep_pending.add(record_id)
+        return seen
 
     def carry_unchanged(self) -> bool:
         """Carry every record over without reading the store, when nothing a re-scan reads could differ: the
@@ -406,13 +417,7 @@ class Run:
     def commit_batch(self, cursor: str | None, rows: Iterable[RecordRow], carried: Iterable[str]) -> None:
         """This batch's new verdicts, the records carried over and the cursor, in one transaction."""
         with self.store._transaction() as db:
-            carried = list(carried)
-            for start in range(0, len(carried), LOOKUP_CHUNK):
-                chunk = carried[start : start + LOOKUP_CHUNK]
-                db.execute(
-                    f"UPDATE records SET run_id = ? WHERE target = ? AND record_id IN ({','.join('?' * len(chunk))})",
-                    (self.id, self.target, *chunk),
-                )
+            db.executemany("INSERT INTO carried VALUES (?, ?)", ((self.id, record_id) for record_id in carried))
             db.executemany(
                 "INSERT OR REPLACE INTO records (target, record_id, digest, verdict_key, run_id, attacked_run, "
                 "has_text, has_pii, deep, deep_wanted, finding, problem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -439,6 +444,16 @@ class Run:
                 (cursor, self.deep_records, self.deep_seconds, self.deep_exhausted, self.id),
             )
         self.cursor = cursor
+
+    def settle(self) -> None:
+        """Mark the records this run carried over as this run's, in one pass: before anything counts them."""
+        with self.store._transaction() as db:
+            db.execute(
+                "UPDATE records SET run_id = ? WHERE target = ? AND record_id IN "
+                "(SELECT record_id FROM carried WHERE run_id = ?)",
+                (self.id, self.target, self.id),
+            )
+            db.execute("DELETE FROM carried WHERE run_id = ?", (self.id,))
 
     def finish(self, summary: Summary, attacked: int) -> None:
         """Close the run: records it did not see were deleted from the store, so their findings resolve.
@@ -473,8 +488,10 @@ class Run:
     def problems(self) -> list[RecordProblem]:
         return [RecordProblem.model_validate_json(p) for p in self._rows("problem")]
 
-    def count(self, where: str = "1") -> int:
-        return self.count_each(where)[0]
+    def count(self) -> int:
+        """The records this run has committed so far, carried over or attacked."""
+        carried = self.db.execute("SELECT COUNT(*) FROM carried WHERE run_id = ?", (self.id,)).fetchone()[0]
+        return self.count_each("1")[0] + int(carried)
 
     def count_each(self, *conditions: str) -> list[int]:
         """How many of this run's records meet each condition, in one pass over them."""
