@@ -9,7 +9,7 @@ import pytest
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors import load_detector
 from vdbguard.detectors.presidio import WINDOW, PresidioDetector
-from vdbguard.detectors.shared import CHUNK, DetectorWorker, ProcessSharedDetector
+from vdbguard.detectors.shared import CHUNK, DetectorWorker, ProcessSharedDetector, worth_a_detector_worker
 
 
 @pytest.fixture(scope="module")
@@ -61,36 +61,46 @@ def test_small_scans_start_no_worker_and_the_pickle_is_the_plain_detector(texts:
     assert (shared.name, shared.version) == (PresidioDetector.name, PresidioDetector.version)
 
 
+@pytest.fixture
+def not_loaded_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a scan's process before anything loaded Presidio (the tests' own process has)."""
+    monkeypatch.setattr(PresidioDetector, "loaded_here", classmethod(lambda cls: False))
+
+
+@pytest.mark.usefixtures("not_loaded_here")
 def test_an_early_worker_detects_alone_and_this_process_never_loads_the_detector(texts: list[str]) -> None:
     expected = PresidioDetector().detect_many(texts)
-    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=DetectorWorker("presidio"))
+    early = DetectorWorker("presidio")
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=early)
     try:
         assert shared.detect_many(texts[:-1]) == expected[:-1]  # waits for the worker, however long it takes
         assert shared.detect(texts[-1]) == expected[-1]
         assert shared._detector is None
-        assert shared._workers[0].process.poll() is None
-    finally:
         shared.close()
-    assert shared._workers[0].process.poll() is not None
+        assert early.process.poll() is None, "the early worker is its caller's to stop"
+    finally:
+        early.stop()
+    assert early.process.poll() is not None
 
 
+@pytest.mark.usefixtures("not_loaded_here")
 def test_an_early_worker_that_dies_before_it_is_ready_costs_no_result(texts: list[str]) -> None:
-    worker = DetectorWorker("presidio")
-    worker.process.kill()
-    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=worker)
-    try:
-        assert shared.detect_many(texts) == PresidioDetector().detect_many(texts)
-        assert shared._detector is not None and not worker.alive
-    finally:
-        shared.close()
+    early = DetectorWorker("presidio")
+    early.process.kill()
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=early)
+    assert shared.detect_many(texts) == PresidioDetector().detect_many(texts)
+    assert shared._detector is not None and not early.alive
 
 
-def test_a_big_scan_detects_here_as_well_as_in_the_early_worker(texts: list[str]) -> None:
-    shared = ProcessSharedDetector(PresidioDetector, processes=2, start_after=CHUNK, early=DetectorWorker("presidio"))
+def test_a_big_scan_or_a_loaded_detector_detects_here_as_well_as_in_the_early_worker(texts: list[str]) -> None:
+    expected = PresidioDetector().detect_many(texts)
+    assert PresidioDetector.loaded_here() and not worth_a_detector_worker("presidio")
+    early = DetectorWorker("presidio")
     try:
-        expected = PresidioDetector().detect_many(texts)
-        assert shared.detect_many(texts) == expected
-        assert shared._detector is not None  # past start_after: this process takes a share
-        assert len(shared._workers) == 1
+        loaded = ProcessSharedDetector(PresidioDetector, processes=2, start_after=10**9, early=early)
+        assert loaded.detect_many(texts) == expected and loaded._detector is not None  # no wait for the worker
+        big = ProcessSharedDetector(PresidioDetector, processes=2, start_after=CHUNK, early=early)
+        assert big.detect_many(texts) == expected and big._detector is not None
+        assert big._workers == [early], "the early worker counts among the processes"
     finally:
-        shared.close()
+        early.stop()

@@ -14,12 +14,12 @@ from vdbguard.connectors.base import CollectionInfo
 from vdbguard.connectors.chroma import ChromaConnector
 from vdbguard.connectors.lancedb import LanceDBConnector
 
+from vdbguard.detectors import shared
 from vdbguard.detectors.presidio import PresidioDetector
-from vdbguard.detectors.shared import DetectorWorker
+from vdbguard.detectors.shared import DetectorWorker, WorkerSlot
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Report
 from vdbguard.scan import Scanner, ScanStore, scan_collection
-from vdbguard.scan import run as scan_run
 
 
 class CountingLanceDB(LanceDBConnector):
@@ -149,19 +149,28 @@ def test_a_scan_that_reads_loads_its_detector_in_a_worker_meanwhile_and_an_uncha
             super().__init__(plugin)
             started.append(self)
 
-    monkeypatch.setattr(scan_run, "DetectorWorker", Recorded)
-    monkeypatch.setattr(scan_run, "detector_cores", lambda: 2)  # as on any machine with two cores or more
+    monkeypatch.setattr(shared, "DetectorWorker", Recorded)
+    monkeypatch.setattr(shared, "detector_cores", lambda: 2)  # as on any machine with two cores or more
+    monkeypatch.setattr(PresidioDetector, "loaded_here", classmethod(lambda cls: False))  # as in a fresh process
 
-    def scan() -> Report:
+    def scan(state: str, slot: WorkerSlot | None = None) -> Report:
         return scan_collection(
             ChromaConnector(collection=collection, path=tmp_path / "store"), connector_name="chroma",
             location=str(tmp_path / "store"), embedder=embedder, profile="small", batch_size=32,
-            state_path=tmp_path / "state.sqlite",
+            state_path=tmp_path / state, detector_workers=slot,
         )  # fmt: skip
 
-    first = scan()
+    first = scan("state.sqlite")
     assert len(started) == 1 and started[0].ready.is_set()  # it built the detector the scan detected with
     assert started[0].process.poll() is not None  # and is gone once the scan is done
     assert first.summary.records_flagged > 0
-    assert scan().findings == first.findings
-    assert len(started) == 1
+    assert scan("state.sqlite").findings == first.findings
+    assert len(started) == 1, "an unchanged re-scan starts none"
+
+    job = WorkerSlot()  # a job's scans share one
+    try:
+        assert scan("a.sqlite", job).findings == scan("b.sqlite", job).findings == first.findings
+        assert len(started) == 2 and started[1].process.poll() is None
+    finally:
+        job.close()
+    assert started[1].process.poll() is not None

@@ -28,6 +28,12 @@ class Detector(ABC):
     @abstractmethod
     def detect(self, text: str) -> list[Detection]: ...
 
+    @classmethod
+    def loaded_here(cls) -> bool:
+        """True when this process has loaded what the detector needs, so making one costs next to nothing: a scan
+        then detects here rather than start a worker process that loads it again."""
+        return False
+
     def detect_whole(self, text: str) -> list[Detection]:
         """PII in all of ``text``, or ValueError: the write path must not pass on a tail nobody read."""
         self._check_whole(text)

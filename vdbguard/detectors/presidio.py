@@ -217,6 +217,10 @@ class PresidioDetector(Detector):
         self.min_score = min_score
         self.analyzer = build_analyzer()
 
+    @classmethod
+    def loaded_here(cls) -> bool:
+        return build_analyzer.cache_info().currsize > 0
+
     def __reduce__(self) -> tuple[type[PresidioDetector], tuple[float]]:
         """A distributed scan's workers build their own analyzer: spaCy pipelines and Presidio's recognizers
         do not pickle, and loading them is quick next to sending them."""

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import IO
 
+from vdbguard import plugins
 from vdbguard.detectors.base import Detection, Detector
 from vdbguard.pii import PiiType
 
@@ -42,6 +43,12 @@ def detector_cores() -> int:
     holds its own spaCy pipeline, about 200 MiB)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(cores, 4)
+
+
+def worth_a_detector_worker(plugin: str) -> bool:
+    """Whether a scan about to read should load detector ``plugin`` in a worker first: with a core to spare,
+    and unless this process has loaded it already."""
+    return detector_cores() > 1 and not plugins.load("detectors", plugin).loaded_here()
 
 
 def encode(detections: list[list[Detection]]) -> str:
@@ -64,6 +71,7 @@ class DetectorWorker:
     """
 
     def __init__(self, plugin: str) -> None:
+        self.plugin = plugin
         self.process = subprocess.Popen(
             [sys.executable, "-m", "vdbguard.detectors.worker", plugin],
             stdin=subprocess.PIPE,
@@ -114,6 +122,25 @@ class DetectorWorker:
         self._finalizer()
 
 
+class WorkerSlot:
+    """At most one early detector worker, for the scans of one job: started by the first scan that reads, used by
+    the later ones, stopped by the slot's owner."""
+
+    def __init__(self) -> None:
+        self._worker: DetectorWorker | None = None
+
+    def worker(self, plugin: str) -> DetectorWorker:
+        if self._worker is None or not self._worker.alive or self._worker.plugin != plugin:
+            self.close()
+            self._worker = DetectorWorker(plugin)
+        return self._worker
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+
 def _end(process: subprocess.Popen[str]) -> None:
     """End a worker between requests: it keeps nothing, and its own shutdown takes a good part of a second."""
     process.kill()
@@ -134,7 +161,8 @@ class ProcessSharedDetector(Detector):
 
     ``detector`` is the plugin built here, or its class, built here only when needed: once the scan proves big
     (past ``start_after`` texts), or when no worker can detect. Given an ``early`` worker (already building
-    the plugin), a small scan detects there alone and never loads the detector in this process.
+    the plugin), a small scan detects there alone and never loads the detector in this process. The early
+    worker stays its caller's to stop; the workers started here stop with this detector.
 
     This process takes chunks from the end of a batch while each ready worker takes them from the front, so
     nothing waits for a worker still starting. A chunk a worker fails to answer is detected here: a result
@@ -157,7 +185,8 @@ class ProcessSharedDetector(Detector):
         self.start_after = start_after
         self._read = 0
         self._workers: list[DetectorWorker] = [early] if early is not None else []
-        self._finalizer = weakref.finalize(self, _stop_all, self._workers)
+        self._started: list[DetectorWorker] = []
+        self._finalizer = weakref.finalize(self, _stop_all, self._started)
 
     @property
     def detector(self) -> Detector:
@@ -178,8 +207,10 @@ class ProcessSharedDetector(Detector):
         self._read += len(texts)
         big = self._read > self.start_after
         if big and self.processes > 1 and len(self._workers) < self.processes - 1:
-            self._workers.extend(DetectorWorker(self.name) for _ in range(self.processes - 1 - len(self._workers)))
-        here = self._detector is not None or big  # this process detects too
+            started = [DetectorWorker(self.name) for _ in range(self.processes - 1 - len(self._workers))]
+            self._workers.extend(started)
+            self._started.extend(started)
+        here = self._detector is not None or big or self._plugin.loaded_here()  # this process detects too
         ready = self._ready_workers(wait=not here)
         if not ready or (here and len(texts) <= CHUNK):
             return self.detector.detect_many(texts)

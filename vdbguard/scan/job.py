@@ -104,6 +104,7 @@ def run_job(
     ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before the error.
     """
     from vdbguard.connectors import load_connector
+    from vdbguard.detectors.shared import WorkerSlot
     from vdbguard.embedders import DEFAULT_EMBEDDER
     from vdbguard.scan.distributed import RayExecutor
     from vdbguard.scan.owner import CalibrationOptions
@@ -118,51 +119,56 @@ def run_job(
             writable_dir(_output_dir(config, store, collection), "output.dir")
     if job.state is not None:
         writable_dir(config.resolve(job.state).parent, "the job.state folder")
-    for store in config.stores:
-        connector_cls = load_connector(store.connector)
-        for collection in store.collections:
-            started = time.monotonic()
-            with _failure_reported(on_failure, store.label, collection, started):
-                settings = store.connector_settings(collection, config.base_dir)
-                try:
-                    connector = connector_cls(**settings)
-                except TypeError as exc:
-                    raise VdbguardError(
-                        f"store {store.label!r}: the {store.connector} connector rejected its settings: "
-                        f"{scrub(str(exc), _secrets(store))}",
-                        "check [stores.options] against the connector's settings",
-                    ) from exc
-                with connector:
-                    model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
-                    report = scan_collection(
-                        connector,
-                        connector_name=store.connector,
-                        location=str(config.resolve(store.path) or store.url),
-                        embedder=model,
-                        attack_names=attacks.fast,
-                        profile=job.profile,
-                        batch_size=job.batch_size,
-                        state_path=config.resolve(job.state),
-                        mask_pii=not config.output.show_pii,
-                        calibration=CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr),
-                        fused=job.verdict == "fused",
-                        progress=progress,
-                        sample=attacks.sample,
-                        deep_attack_names=attacks.deep,
-                        deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
-                        deep_record_seconds=attacks.deep_record_seconds,
-                        policy=policy,
-                        executor=RayExecutor(functools.partial(connector_cls, **settings), job.workers, job.ray_address)
-                        if job.executor == "ray"
-                        else None,
-                    )
-                report, open_types = apply_suppressions(report, suppressions)
-                if job.state is not None and open_types:
-                    with ScanStore(config.resolve(job.state)) as state:
-                        state.save_report(report, open_types)
-                out = _output_dir(config, store, collection)
-                write_reports(report, out, config.output.formats)
-            yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
+    with contextlib.closing(WorkerSlot()) as detector_workers:  # one early PII detector for every collection
+        for store in config.stores:
+            connector_cls = load_connector(store.connector)
+            for collection in store.collections:
+                started = time.monotonic()
+                with _failure_reported(on_failure, store.label, collection, started):
+                    settings = store.connector_settings(collection, config.base_dir)
+                    try:
+                        connector = connector_cls(**settings)
+                    except TypeError as exc:
+                        raise VdbguardError(
+                            f"store {store.label!r}: the {store.connector} connector rejected its settings: "
+                            f"{scrub(str(exc), _secrets(store))}",
+                            "check [stores.options] against the connector's settings",
+                        ) from exc
+                    with connector:
+                        model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
+                        calibration = CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr)
+                        executor = None
+                        if job.executor == "ray":
+                            opener = functools.partial(connector_cls, **settings)
+                            executor = RayExecutor(opener, job.workers, job.ray_address)
+                        report = scan_collection(
+                            connector,
+                            connector_name=store.connector,
+                            location=str(config.resolve(store.path) or store.url),
+                            embedder=model,
+                            attack_names=attacks.fast,
+                            profile=job.profile,
+                            batch_size=job.batch_size,
+                            state_path=config.resolve(job.state),
+                            mask_pii=not config.output.show_pii,
+                            calibration=calibration,
+                            fused=job.verdict == "fused",
+                            progress=progress,
+                            sample=attacks.sample,
+                            deep_attack_names=attacks.deep,
+                            deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
+                            deep_record_seconds=attacks.deep_record_seconds,
+                            policy=policy,
+                            executor=executor,
+                            detector_workers=detector_workers,
+                        )
+                    report, open_types = apply_suppressions(report, suppressions)
+                    if job.state is not None and open_types:
+                        with ScanStore(config.resolve(job.state)) as state:
+                            state.save_report(report, open_types)
+                    out = _output_dir(config, store, collection)
+                    write_reports(report, out, config.output.formats)
+                yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
 
 
 @contextlib.contextmanager

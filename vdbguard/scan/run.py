@@ -21,7 +21,7 @@ from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
-from vdbguard.detectors.shared import DetectorWorker, detector_cores
+from vdbguard.detectors.shared import DetectorWorker, WorkerSlot, detector_cores, worth_a_detector_worker
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
@@ -88,6 +88,7 @@ def scan_collection(
     deep_record_seconds: float = DEEP_RECORD_SECONDS,
     policy: FindingPolicy | None = None,
     executor: RayExecutor | None = None,
+    detector_workers: WorkerSlot | None = None,
 ) -> Report:
     """Scan every record of the collection and return the report.
 
@@ -97,12 +98,16 @@ def scan_collection(
     and the packaged attacks run on the store's vectors mapped into the default model's space. Without
     calibration, ``fused`` decides each type by the stacked verdict fitted on held-out real text
     (``scan.fused``); ``fused=False`` flags whatever any attack scores over its own threshold.
+
+    A scan that reads pages loads its PII detector in a worker process meanwhile, on another core: the one in
+    ``detector_workers`` (a job's, kept for its next scan; the caller stops it), or one it starts and stops.
     """
     safe_location = redact_location(location)
     detector_key = detector_identity(detector)
     seen = _seen_before(connector, connector_name, safe_location, state_path)
-    # a scan that reads pages loads its PII detector in a worker meanwhile, on another core
-    early = DetectorWorker(detector) if seen is None and executor is None and detector_cores() > 1 else None
+    slot = detector_workers or WorkerSlot()
+    reads_here = seen is None and executor is None
+    early = slot.worker(detector) if reads_here and worth_a_detector_worker(detector) else None
     info = seen or connector.describe()
     if embedder is None and calibration.mode == "off" and calibration.load_from is None:
         raise VdbguardError(
@@ -188,8 +193,8 @@ def scan_collection(
         )
     else:
         result = scan_on_ray(connector, build, key, executor, **common)
-    if early is not None:
-        early.stop()  # the scan is done detecting; a scanner built from here on detects in this process
+    if detector_workers is None:
+        slot.close()  # the scan is done detecting; a scanner built from here on detects in this process
     previous = None
     if not built and state_path is not None:
         with ScanStore(state_path) as store:
