@@ -92,6 +92,17 @@ def test_an_early_worker_that_dies_before_it_is_ready_costs_no_result(texts: lis
     assert shared._detector is not None and not early.alive
 
 
+@pytest.mark.usefixtures("not_loaded_here")
+def test_an_early_worker_that_dies_after_it_is_ready_costs_no_result(texts: list[str]) -> None:
+    early = DetectorWorker("presidio")
+    assert early.await_ready()
+    early.process.kill()
+    early.process.wait()
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, early=early)
+    assert shared.detect_many(texts) == PresidioDetector().detect_many(texts)  # every chunk detected here instead
+    assert shared._detector is not None and not early.alive
+
+
 def test_a_big_scan_or_a_loaded_detector_detects_here_as_well_as_in_the_early_worker(texts: list[str]) -> None:
     expected = PresidioDetector().detect_many(texts)
     assert PresidioDetector.loaded_here() and not worth_a_detector_worker("presidio")
