@@ -376,7 +376,7 @@ class _BatchRun:
         seen = self.run.lookup(ids)
         fresh, carried, unsampled = [], [], []
         for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
-            current = seen.judged.get(record_id, MISSING) == digest and not (
+            current = seen.judged.get(record_id) == digest and not (
                 record_id in seen.deep_pending and self._deep_budget_left()  # attacked again, for the deep tier
             )
             committed = record_id in seen.committed
@@ -493,7 +493,6 @@ def record_fraction(record_id: str, salt: int) -> float:
 
 
 FRESH, CARRIED, UNSAMPLED = "fresh", "carried", "unsampled"
-MISSING = object()  # no verdict under this key: equal to no digest
 
 
 def classify(record_id: str, *, committed: bool, current: bool, run_id: int, sample: float) -> str | None:

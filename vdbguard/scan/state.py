@@ -102,8 +102,9 @@ def verdict_key(settings: dict[str, Any]) -> str:
 
 
 class Seen(NamedTuple):
-    """What the state knows about a page's records: those this run already committed, the digest each other one
-    had when its verdict (under this run's key) was made, and those of them still waiting for the deep tier."""
+    """What the state knows about a page's records: those this run already attacked (the ones it carried over are
+    marked only when it ends), the digest each other one had when its verdict (under this run's key) was made, and
+    those of them still waiting for the deep tier."""
 
     committed: set[str]
     judged: dict[str, bytes | None]
