@@ -317,8 +317,9 @@ class LanceDBConnector(Connector):
         if len(vectors) > 1:
             return Batch([record(i) for i in range(len(ids))], cursor)
         stored = [(r or "").encode() for r in raw]
-        if others:  # the digest sees every payload column as stored
-            stored = [json.dumps([r, *(o[i] for o in others)], default=str).encode() for i, r in enumerate(raw)]
+        if others:  # the digest sees every payload column as stored, named
+            named = [dict(zip(layout.others, row, strict=True)) for row in zip(*others, strict=True)]
+            stored = [json.dumps([r, columns], default=str).encode() for r, columns in zip(raw, named, strict=True)]
         matrix, present = vectors[layout.primary]
         return Batch(None, cursor, Columns(ids, matrix, present, stored, texts, record))
 

@@ -44,3 +44,22 @@ def test_an_empty_page_and_a_page_of_both_kinds_are_handled() -> None:
     assert empty.digests() == [] and empty.records == [] and len(empty) == 0
     with pytest.raises(ValueError, match="either records or columns"):
         Batch([], None, empty.columns)
+
+
+def test_a_columnar_page_hands_out_its_source_texts_building_a_record_only_where_a_payload_may_hold_one() -> None:
+    built: list[int] = []
+    matrix = np.ones((4, 3), np.float32)
+    payloads = [b'{"doc": 1}', b'{"content": "Call Ana on 555-0101", "doc": 2}', b'{"doc": 3, "note": "text"}', b"{}"]
+    decoded = [{"doc": 1}, {"content": "Call Ana on 555-0101", "doc": 2}, {"doc": 3, "note": "text"}, {}]
+    texts = [None, None, None, "kept beside the vector"]
+
+    def record(i: int) -> VectorRecord:
+        built.append(i)
+        return VectorRecord(f"id-{i}", matrix[i], decoded[i], texts[i])
+
+    page = Batch(None, None, Columns([f"id-{i}" for i in range(4)], matrix, np.ones(4, bool), payloads, texts, record))
+    assert page.source_texts() == [None, "Call Ana on 555-0101", None, "kept beside the vector"]
+    assert built == [1, 2], "built only where the payload names a text key (or holds one as a value)"
+    plain = Batch(None, None, Columns(["x"], matrix[:1], np.ones(1, bool), [b'{"doc": 1}'], [None], record))
+    assert plain.source_texts() == [None] and built == [1, 2]
+    assert Batch([VectorRecord("r", matrix[0], {"body": "hello"})], None).source_texts() == ["hello"]

@@ -80,6 +80,7 @@ def payload_bytes(payload: dict[str, Any]) -> bytes:
     return _PAYLOAD_JSON.encode(payload).encode()
 
 
+_TEXT_KEYS_AS_STORED = tuple(json.dumps(key).encode() for key in TEXT_PAYLOAD_KEYS)
 _PAYLOAD_JSON = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps would build one per call
 
 
@@ -91,8 +92,9 @@ def record_digest(record: VectorRecord) -> bytes:
 @dataclass(frozen=True)
 class Columns:
     """A page as a columnar store hands it out: ids, one float32 matrix (``has_vector`` False where a row stores
-    none), each row's payload as the store keeps it and the texts. A scan hashes and looks up rows from these and
-    builds a VectorRecord (``record(i)``) only for the rows it attacks."""
+    none), each row's payload as the store keeps it (as JSON, so each of its keys shows as the key's quoted name)
+    and the texts. A scan hashes and looks up rows from these and builds a VectorRecord (``record(i)``) only for
+    the rows it attacks."""
 
     ids: list[str]
     vectors: np.ndarray
@@ -140,14 +142,30 @@ class Batch:
         matrix = np.ascontiguousarray(c.vectors, dtype=np.float32)
         rows, width = memoryview(matrix).cast("B"), matrix.itemsize * matrix.shape[1]
         digests = []
-        for i, record_id in enumerate(c.ids):  # the bytes row_digest hashes, without an array per row
+        starts = range(0, len(c.ids) * width, width)
+        for record_id, start, has_vector, payload, text in zip(  # the bytes row_digest hashes, without an array a row
+            c.ids, starts, c.has_vector.tolist(), c.stored_payloads, c.texts, strict=True
+        ):
             h = hashlib.blake2b(record_id.encode(), digest_size=16)
-            if c.has_vector[i]:
-                h.update(rows[i * width : (i + 1) * width])
-            h.update(c.stored_payloads[i])
-            h.update((c.texts[i] or "").encode())
+            if has_vector:
+                h.update(rows[start : start + width])
+            h.update(payload)
+            if text:
+                h.update(text.encode())
             digests.append(h.digest())
         return digests
+
+    def source_texts(self) -> list[str | None]:
+        """Each row's ``VectorRecord.source_text``, with a record built only for a row whose payload could hold one."""
+        if self.columns is None or self._records is not None:
+            return [record.source_text for record in self.records]
+        c = self.columns
+        if not any(key in b"".join(c.stored_payloads) for key in _TEXT_KEYS_AS_STORED):
+            return list(c.texts)
+        return [
+            text or (c.record(i).source_text if any(key in payload for key in _TEXT_KEYS_AS_STORED) else None)
+            for i, (text, payload) in enumerate(zip(c.texts, c.stored_payloads, strict=True))
+        ]
 
     def take(self, rows: Sequence[int]) -> list[VectorRecord]:
         """The records of these rows (built from the columns only for them)."""

@@ -91,14 +91,15 @@ def test_a_content_version_carries_nothing_the_last_run_left_unjudged_or_judged_
     assert connector.pages > 0 and again.coverage.records_attacked == again.records_scanned
 
 
-def test_a_state_file_from_before_content_versions_gains_the_column(tmp_path: Path) -> None:
+def test_a_state_file_from_before_content_versions_gains_the_columns(tmp_path: Path) -> None:
     with ScanStore(tmp_path / "state.sqlite") as store:
         store.db.execute("ALTER TABLE runs DROP COLUMN content_version")
+        store.db.execute("ALTER TABLE runs DROP COLUMN settled")
     with ScanStore(tmp_path / "state.sqlite") as store:
         run = store.begin("t", "key", "v1")
         assert run.carry_unchanged() is False, "no finished run read that content"
     with sqlite3.connect(tmp_path / "state.sqlite") as db:
-        assert db.execute("SELECT content_version FROM runs").fetchall() == [("v1",)]
+        assert db.execute("SELECT content_version, settled FROM runs").fetchall() == [("v1", 0)]
 
 
 class WatchedChroma(ChromaConnector):

@@ -20,7 +20,7 @@ import numpy as np
 
 from vdbguard.attacks import Attack, load_attack_class
 from vdbguard.cache import cache_root
-from vdbguard.corpus import LabelledText, build_corpus, corpus_hash
+from vdbguard.corpus import LabelledText, corpus_hash
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.corpus.labelled import cached_corpus_hash
 from vdbguard.embedders import Embedder
@@ -42,6 +42,8 @@ class TrainingProfile:
     seed: int = 0
 
     def corpus(self, user_texts: Sequence[str] = ()) -> list[LabelledText]:
+        from vdbguard.corpus import build_corpus  # here: loading trained attacks needs no corpus generators
+
         return build_corpus(
             self.n_pii,
             self.n_clean,

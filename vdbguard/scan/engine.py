@@ -373,7 +373,7 @@ class _BatchRun:
 
     def scan_batch(self, batch: Batch) -> None:
         ids, digests = batch.ids, batch.digests()
-        seen = self.run.lookup(ids)
+        seen = self.run.lookup(ids, digests)
         fresh, carried, unsampled = [], [], []
         for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
             current = seen.judged.get(record_id) == digest and not (
@@ -598,7 +598,7 @@ def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
         "deep_wanted AND finding IS NOT NULL",
         "deep AND deep_wanted AND finding IS NOT NULL",
     )
-    run.finish(summary, attacked)  # deletes only other runs' records: the counts above stand
+    run.finish(summary, attacked)
     return ScanResult(
         findings=findings,
         problems=run.problems(),

@@ -18,9 +18,7 @@ from vdbguard.attacks import Attack
 from vdbguard.cache import cache_root, write_json_atomic
 from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_corpus
-from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii
 from vdbguard.corpus.labelled import cached_corpus_hash
-from vdbguard.corpus.real import real_corpus
 from vdbguard.detectors.base import Detector
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
@@ -52,6 +50,9 @@ def packaged_verdict(
     templated = records // 3
 
     def calibration_corpus() -> list[LabelledText]:
+        from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii  # Faker: only to fit
+        from vdbguard.corpus.real import real_corpus
+
         return [
             *real_corpus(records, records, seed=0, split="calibration"),
             *synthetic_pii(templated, seed=derive_seed(0, "verdict")),

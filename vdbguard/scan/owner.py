@@ -102,10 +102,15 @@ def labelled_sample(
     ``LOOK_AHEAD × limit`` records, so a store that keeps no text is not read twice end to end.
     """
     records: list[VectorRecord] = []
-    stream = itertools.chain.from_iterable(batch.records for batch in connector.iter_batches(batch_size=batch_size))
-    for record in itertools.islice(stream, LOOK_AHEAD * limit):
-        if record.source_text is None:
+    texts = (
+        (batch, row, text)
+        for batch in connector.iter_batches(batch_size=batch_size)
+        for row, text in enumerate(batch.source_texts())
+    )
+    for batch, row, text in itertools.islice(texts, LOOK_AHEAD * limit):
+        if text is None:
             continue
+        record = batch.take([row])[0]
         with contextlib.suppress(RecordError):  # the scan itself reports bad records
             record.checked_vector(dimension, attackable=True)
             records.append(record)

@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from vdbguard.cache import ScratchDir
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
@@ -53,7 +55,8 @@ CREATE TABLE IF NOT EXISTS runs (
     summary TEXT,
     report TEXT,
     hidden TEXT,
-    content_version TEXT
+    content_version TEXT,
+    settled INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS records (
     target TEXT NOT NULL,
@@ -70,9 +73,10 @@ CREATE TABLE IF NOT EXISTS records (
     problem TEXT,
     PRIMARY KEY (target, record_id)
 ) WITHOUT ROWID;
--- the records a run carried over, marked in records.run_id when it finishes (Run.settle): appended in the order a
--- store hands them out, where marking each record as it was read wrote every page of the records table once per
--- batch when record ids come in no sorted order (UUIDs)
+-- records.run_id is the run that last wrote the record. A run's records are those it wrote and those it carried over,
+-- listed here in the order a store hands them out: marking each in records as it was read wrote every page of the
+-- records table once per batch when ids come in no sorted order (UUIDs), and marking them all at the end rewrote
+-- the table. Run.settle drops the records the run did not see; from then on every record of the target is the run's.
 CREATE TABLE IF NOT EXISTS carried (run_id INTEGER NOT NULL, record_id TEXT NOT NULL);
 -- an index on (target, run_id), dropped from older files: it cost every carried record an index rewrite, and the
 -- counts read all of a target's records anyway
@@ -103,12 +107,60 @@ def verdict_key(settings: dict[str, Any]) -> str:
 
 class Seen(NamedTuple):
     """What the state knows about a page's records: those this run already attacked (the ones it carried over are
-    marked only when it ends), the digest each other one had when its verdict (under this run's key) was made, and
+    listed apart until it ends), the digest each other one had when its verdict (under this run's key) was made, and
     those of them still waiting for the deep tier."""
 
     committed: set[str]
     judged: dict[str, bytes | None]
     deep_pending: set[str]
+
+
+class CurrentDigests:
+    """The digest of every record whose verdict was current under a run's key when the run began, 25 bytes a
+    record, so that a page whose records are unchanged is looked up at once: Python's hash of each id, sorted, with
+    the digest beside it. Where two ids share a hash, or a record is not here, the page falls back to the file.
+
+    It also notes which of these ids the store served, so that a run that began with every record indexed and was
+    served every one of them knows, without a pass over the file, that none was deleted. An id of another record
+    with the same hash (one chance in 2**64 a pair) would keep a deleted record one run longer."""
+
+    FETCH = 65_536
+
+    def __init__(self, db: sqlite3.Connection, target: str, key: str, run_id: int) -> None:
+        where = (
+            "FROM records WHERE target = ? AND verdict_key IS ? AND run_id != ? AND NOT (deep_wanted AND NOT deep) "
+            "AND length(digest) = 16"
+        )
+        params = (target, key, run_id)
+        count = db.execute(f"SELECT COUNT(*) {where}", params).fetchone()[0]
+        hashes, digests = np.empty(count, np.int64), np.empty((count, 2), np.uint64)
+        rows, end = db.execute(f"SELECT record_id, digest {where}", params), 0
+        for start in range(0, count, self.FETCH):
+            chunk = rows.fetchmany(min(self.FETCH, count - start))
+            end = start + len(chunk)
+            hashes[start:end] = [hash(record_id) for record_id, _ in chunk]
+            digests[start:end] = np.frombuffer(b"".join(digest for _, digest in chunk), np.uint64).reshape(-1, 2)
+        order = np.argsort(hashes[:end], kind="stable")
+        self.hashes, self.digests = hashes[order], digests[order]
+        self.served = np.zeros(len(order), dtype=bool)
+        held = db.execute("SELECT COUNT(*) FROM records WHERE target = ? AND run_id != ?", (target, run_id))
+        self.holds_all = held.fetchone()[0] == len(order)
+
+    def current(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> np.ndarray:
+        """Which of these records, with these 16-byte digests, have a current verdict for sure."""
+        joined = b"".join(digests)
+        if not len(self.hashes) or len(joined) != 16 * len(record_ids):
+            return np.zeros(len(record_ids), dtype=bool)
+        wanted = np.fromiter((hash(record_id) for record_id in record_ids), np.int64, len(record_ids))
+        at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
+        page = np.frombuffer(joined, np.uint64).reshape(-1, 2)
+        known = self.hashes[at] == wanted
+        self.served[at[known]] = True
+        return known & (self.digests[at] == page).all(axis=1)
+
+    def every_record_served(self) -> bool:
+        """Whether the run began with every record of the target indexed here and was served each of them since."""
+        return self.holds_all and bool(self.served.all())
 
 
 @dataclass
@@ -214,8 +266,11 @@ class ScanStore:
 
     def _check_schema(self) -> None:
         self.db.executescript(_SCHEMA)
-        if "content_version" not in {column for _, column, *_ in self.db.execute("PRAGMA table_info(runs)")}:
+        columns = {column for _, column, *_ in self.db.execute("PRAGMA table_info(runs)")}
+        if "content_version" not in columns:
             self.db.execute("ALTER TABLE runs ADD COLUMN content_version TEXT")  # files from before it
+        if "settled" not in columns:
+            self.db.execute("ALTER TABLE runs ADD COLUMN settled INTEGER NOT NULL DEFAULT 0")
         row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(STATE_SCHEMA),))
@@ -346,16 +401,32 @@ class Run:
         self.store, self.db = store, store.db
         self.target, self.key, self.id = target, key, run_id
         self.cursor, self.resumed = cursor, resumed
-        self.deep_records, self.deep_seconds, self.deep_exhausted = self._deep_so_far()
+        self.deep_records, self.deep_seconds, self.deep_exhausted, self.settled = self._so_far()
+        self._current: CurrentDigests | None = None
 
-    def _deep_so_far(self) -> tuple[int, float, bool]:
+    def _so_far(self) -> tuple[int, float, bool, bool]:
         row = self.db.execute(
-            "SELECT deep_records, deep_seconds, deep_exhausted FROM runs WHERE id = ?", (self.id,)
+            "SELECT deep_records, deep_seconds, deep_exhausted, settled FROM runs WHERE id = ?", (self.id,)
         ).fetchone()
-        return int(row[0]), float(row[1]), bool(row[2])
+        return int(row[0]), float(row[1]), bool(row[2]), bool(row[3])
 
-    def lookup(self, record_ids: Sequence[str]) -> Seen:
-        seen = Seen(set(), {}, set())
+    def _mine(self) -> tuple[str, tuple[Any, ...]]:
+        """The condition (and its parameters) on ``records`` for this run's records, attacked or, once settled,
+        carried over."""
+        if self.settled:
+            return "target = ?", (self.target,)
+        return "target = ? AND run_id = ?", (self.target, self.id)
+
+    def lookup(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> Seen:
+        """What the state knows of these records, served with these digests. A record whose verdict was current
+        when the run began and that comes unchanged is taken as current without asking whether this run
+        attacked it since: only a store that serves an id twice, changed and then as it was, makes a difference,
+        and that record is then carried with the verdict of the run's attack; the next run sees it changed."""
+        if self._current is None:
+            self._current = CurrentDigests(self.db, self.target, self.key, self.id)
+        hits = self._current.current(record_ids, digests)
+        seen = Seen(set(), {r: d for r, d, hit in zip(record_ids, digests, hits, strict=True) if hit}, set())
+        record_ids = [record_id for record_id, hit in zip(record_ids, hits, strict=True) if not hit]
         for start in range(0, len(record_ids), LOOKUP_CHUNK):
             chunk = list(record_ids[start : start + LOOKUP_CHUNK])
             marks = ",".join("?" * len(chunk))
@@ -396,7 +467,8 @@ class Run:
             ).fetchone()
             if stale is not None:
                 return False
-            db.execute("UPDATE records SET run_id = ? WHERE target = ?", (self.id, self.target))
+            db.execute("UPDATE runs SET settled = 1 WHERE id = ?", (self.id,))
+        self.settled = True
         log.info("%s: the content the last run read, every verdict carried over unread", self.target)
         return True
 
@@ -447,37 +519,42 @@ class Run:
         self.cursor = cursor
 
     def settle(self) -> None:
-        """Mark the records this run carried over as this run's, in one pass: before anything counts them."""
+        """After the last page: drop the records this run did not see (deleted from the store, so their findings
+        resolve), in one pass and one transaction with the mark that makes every remaining record this run's.
+        A run resumed after that mark only clears what it carried since."""
         with self.store._transaction() as db:
-            db.execute(
-                "UPDATE records SET run_id = ? WHERE target = ? AND record_id IN "
-                "(SELECT record_id FROM carried WHERE run_id = ?)",
-                (self.id, self.target, self.id),
-            )
-            db.execute("DELETE FROM carried WHERE run_id = ?", (self.id,))
+            if not self.settled:
+                dropped: list[Any] = []
+                if self._current is None or not self._current.every_record_served():
+                    dropped = db.execute(
+                        "DELETE FROM records WHERE target = ? AND run_id != ? AND record_id NOT IN "
+                        "(SELECT record_id FROM carried WHERE run_id = ?) RETURNING finding IS NOT NULL",
+                        (self.target, self.id, self.id),
+                    ).fetchall()
+                db.execute(
+                    "UPDATE runs SET settled = 1, findings_resolved = ? WHERE id = ?",
+                    (sum(flagged for (flagged,) in dropped), self.id),
+                )
+            if db.execute("SELECT 1 FROM carried WHERE run_id != ? LIMIT 1", (self.id,)).fetchone() is None:
+                db.execute("DELETE FROM carried")  # emptied whole, without a search: far cheaper
+            else:  # another target's unfinished run keeps its own
+                db.execute("DELETE FROM carried WHERE run_id = ?", (self.id,))
+        self.settled = True
 
     def finish(self, summary: Summary, attacked: int) -> None:
-        """Close the run: records it did not see were deleted from the store, so their findings resolve.
-        ``attacked``: how many records this run attacked, for the next run's estimate."""
+        """Close the run (settled). ``attacked``: how many records this run attacked, for the next run's estimate."""
         with self.store._transaction() as db:
-            resolved = db.execute(
-                "SELECT COUNT(*) FROM records WHERE target = ? AND run_id != ? AND finding IS NOT NULL",
-                (self.target, self.id),
-            ).fetchone()[0]
-            db.execute("DELETE FROM records WHERE target = ? AND run_id != ?", (self.target, self.id))
             db.execute(
-                "UPDATE runs SET finished_at = ?, findings_resolved = ?, records_attacked = ?, summary = ? "
-                "WHERE id = ?",
-                (datetime.now(UTC).isoformat(), resolved, attacked, summary.model_dump_json(), self.id),
+                "UPDATE runs SET finished_at = ?, records_attacked = ?, summary = ? WHERE id = ?",
+                (datetime.now(UTC).isoformat(), attacked, summary.model_dump_json(), self.id),
             )
 
     def _rows(self, column: str) -> Iterator[str]:
+        mine, params = self._mine()
         yield from (
             value
             for (value,) in self.db.execute(
-                f"SELECT {column} FROM records WHERE target = ? AND run_id = ? AND {column} IS NOT NULL "
-                "ORDER BY record_id",
-                (self.target, self.id),
+                f"SELECT {column} FROM records WHERE {mine} AND {column} IS NOT NULL ORDER BY record_id", params
             )
         )
 
@@ -497,9 +574,8 @@ class Run:
     def count_each(self, *conditions: str) -> list[int]:
         """How many of this run's records meet each condition, in one pass over them."""
         sums = ", ".join(f"COALESCE(SUM({condition}), 0)" for condition in conditions)
-        row = self.db.execute(
-            f"SELECT {sums} FROM records WHERE target = ? AND run_id = ?", (self.target, self.id)
-        ).fetchone()
+        mine, params = self._mine()
+        row = self.db.execute(f"SELECT {sums} FROM records WHERE {mine}", params).fetchone()
         return [int(value) for value in row]
 
     def summary(self, findings: Iterable[Finding]) -> Summary:
