@@ -1,5 +1,6 @@
 """The engine on a real embedded Chroma store: findings, bad records, masking, crash and resume."""
 
+import gc
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import pytest
 from vdbguard.connectors.chroma import ChromaConnector
 
 from tests.helpers import ListConnector
+from vdbguard.attacks import Attack, Inference
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord
@@ -364,3 +366,69 @@ def test_a_record_served_again_in_one_run_counts_once_and_a_change_after_a_carry
     assert back.coverage.records_attacked == 1 and back.findings == []
     first_wins = rescan(changed, before[0], before[1])  # attacked when first read: the repeat is skipped
     assert first_wins.coverage.records_attacked == 1 and first_wins.findings == leaks
+
+
+class Claims(Attack):
+    """An attack plugin that claims the same of every vector, one claim of each kind an attack can make."""
+
+    name = "claims"
+    threshold = 0.5
+
+    def fit(self, items, embeddings, progress=None) -> None:
+        pass
+
+    def infer(self, vectors, known_texts=None) -> list[Inference]:
+        claim = Inference(
+            recovered_text="please email ops.desk@example.com today",
+            recovered_tokens=(("ops.desk@example.com", 0.8),),
+            type_scores={PiiType.PERSON: 0.876, PiiType.SSN: 0.125},
+            recovered_pii=((PiiType.PHONE, "+1 212 555 0199", 0.7),),
+            exposure_bits={PiiType.SSN: 12.049},
+        )
+        return [claim] * len(vectors)
+
+    def save(self, directory: Path) -> None:
+        pass
+
+    @classmethod
+    def load(cls, directory: Path) -> Attack:
+        return cls()
+
+
+def test_each_evidence_says_which_claim_it_is_with_the_numbers_behind_it(detector) -> None:
+    records = [VectorRecord(id="r1", vector=np.full(384, 0.05, dtype=np.float32))]
+    result = Scanner([Claims()], detector, dimension=384).scan(ListConnector(records))
+    (finding,) = result.findings
+    details = {(e.pii_type, e.detail, e.score) for e in finding.evidence}
+    assert details == {
+        ("PERSON", "probe estimates P(text contains PERSON) = 0.88", 0.876),
+        ("PHONE", "claims recovered a PHONE value from the vector", 0.7),
+        ("SSN", "the stored SSN is exposed by 12.0 bits (Carlini et al.)", 12.05),
+        ("EMAIL", "EmailRecognizer found EMAIL in the recovered words", 0.8),
+    }, "the SSN probe's 0.125 is under the threshold; 12.049 bits show as 12.0, scored 12.05"
+
+
+def test_a_scan_keeps_the_garbage_collector_off_its_models_and_leaves_it_as_it_was(detector) -> None:
+    """Objects alive once the scanner is built are frozen while the pages are attacked, and thawed after;
+    a freeze someone else made is theirs, left in place."""
+    seen: list[int] = []
+
+    class Watched(ListConnector):
+        def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+            for start in range(0, len(self.records), batch_size):
+                seen.append(gc.get_freeze_count())
+                yield Batch(self.records[start : start + batch_size], cursor=None)
+
+    records = [VectorRecord(id=f"r{i}", vector=np.full(384, 0.05, dtype=np.float32)) for i in range(8)]
+    scanner = Scanner([Claims()], detector, dimension=384)
+    assert gc.get_freeze_count() == 0
+    scanner.scan(Watched(records), batch_size=1)
+    assert seen[0] == 0 and seen[-1] > 0, seen  # built at the first page (the next two may be read before it)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        theirs = gc.get_freeze_count()
+        scanner.scan(Watched(records), batch_size=1)
+        assert gc.get_freeze_count() == theirs
+    finally:
+        gc.unfreeze()

@@ -58,11 +58,8 @@ class PiiProbeAttack(Attack):
         return result
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
-        probabilities = self.probabilities(vectors)
-        return [
-            Inference(type_scores={t: round(float(p[row]), 4) for t, p in probabilities.items()})
-            for row in range(len(vectors))
-        ]
+        columns = {pii_type: p.tolist() for pii_type, p in self.probabilities(vectors).items()}
+        return [Inference(type_scores={t: round(p[row], 4) for t, p in columns.items()}) for row in range(len(vectors))]
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ line: a JSON list of each text's detections. It exits at the end of its input, s
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ def main() -> None:
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the answers
     sys.stdout = sys.stderr
     detector = load_detector(sys.argv[1])
+    gc.freeze()  # the loaded pipeline lives as long as this process: the cyclic collector need not walk it
     print(READY, file=answers, flush=True)
     for line in sys.stdin:
         print(encode(detector.detect_many(json.loads(line))), file=answers, flush=True)

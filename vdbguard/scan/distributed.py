@@ -35,6 +35,7 @@ from vdbguard.scan.engine import (
     carried_unread,
     classify,
     finish_run,
+    freeze_long_lived,
     plan,
 )
 from vdbguard.scan.state import RecordRow, ScanStore
@@ -183,6 +184,7 @@ def _attacker_holding(scanner: Any) -> type[_Attacker]:
     class Attacker(_Attacker):
         def __init__(self) -> None:
             self.scanner = _ray().get(scanner)
+            freeze_long_lived()
 
     return Attacker
 

@@ -8,6 +8,7 @@ re-scan attacks only records that are new or changed since the last run.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import logging
 import re
@@ -181,7 +182,8 @@ class Scanner:
         probabilities = self.verdict.probabilities([_best_scores(candidates) for candidates in claims])
         # rounded: a batch's matrix product can differ from a single row's in the last bit, and a resumed scan
         # (other batches) must judge each record exactly as a clean one does
-        return [{pii_type: round(float(p[i]), 9) for pii_type, p in probabilities.items()} for i in range(len(claims))]
+        columns = {pii_type: p.tolist() for pii_type, p in probabilities.items()}
+        return [{pii_type: round(p[i], 9) for pii_type, p in columns.items()} for i in range(len(claims))]
 
     def _detect(self, text: str) -> list[Detection]:
         """Detections of ``text``, from the batch's ``detect_many`` where it was in the batch."""
@@ -192,21 +194,15 @@ class Scanner:
         """Every attack's claim about one record, before any threshold."""
         found: list[Candidate] = []
         for attack, inference in zip(self.attacks, inferences, strict=True):
-            for pii_type, score in inference.type_scores.items():
-                detail = f"probe estimates P(text contains {pii_type.value}) = {score:.2f}"
-                found.append(Candidate(attack, pii_type, score, detail))
-            for pii_type, value, score in inference.recovered_pii:
-                detail = f"{attack.name} recovered a {pii_type.value} value from the vector"
-                found.append(Candidate(attack, pii_type, score, detail, value))
-            for pii_type, bits in inference.exposure_bits.items():
-                detail = f"the stored {pii_type.value} is exposed by {bits:.1f} bits (Carlini et al.)"
-                found.append(Candidate(attack, pii_type, round(bits, 2), detail))
+            found += [Candidate(attack, t, score, PROBED, measure=score) for t, score in inference.type_scores.items()]
+            found += [Candidate(attack, t, score, RECOVERED, value) for t, value, score in inference.recovered_pii]
+            for t, bits in inference.exposure_bits.items():
+                found.append(Candidate(attack, t, round(bits, 2), EXPOSED, measure=bits))
             if inference.recovered_text:
                 word_scores = dict(inference.recovered_tokens)
-                for detection in self._detect(inference.recovered_text):
-                    detail = f"{detection.recognizer} found {detection.pii_type.value} in the recovered words"
-                    score = _detection_score(detection, word_scores)
-                    found.append(Candidate(attack, detection.pii_type, score, detail, detection.value))
+                for hit in self._detect(inference.recovered_text):
+                    score = _detection_score(hit, word_scores)
+                    found.append(Candidate(attack, hit.pii_type, score, DETECTED, hit.value, recognizer=hit.recognizer))
         return found
 
     def _decide(self, candidates: list[Candidate], probabilities: dict[str, float] | None) -> list[Evidence]:
@@ -552,26 +548,44 @@ def scan_incrementally(
     """
     progress = progress or Silent()
     reading = threading.Lock()
+    froze = False
 
     def build_between_pages() -> Scanner:
+        nonlocal froze
         with reading:  # calibrating on the store's own text reads the connector the pages come from
-            return build()
+            scanner = build()
+        froze = froze or freeze_long_lived()
+        return scanner
 
-    with ScanStore(state_path) as store:
-        run = store.begin(target, key, connector.content_version())
-        if (carried := carried_unread(run, progress, total, sample, deep)) is not None:
-            return carried
-        batch_run = _BatchRun(build_between_pages, run, sample, deep)
-        batch_run.announce_plan(total)
-        with progress.task("Scanning records", total) as advance:
-            if run.resumed:
-                advance(run.count())
-            pages = connector.iter_batches(batch_size=batch_size, resume_from=run.cursor)
-            for batch in read_ahead(pages, lock=reading):
-                batch_run.scan_batch(batch)
-                advance(len(batch))
-                batch_run.announce_estimate(total)
-        return finish_run(run, sample, deep)
+    try:
+        with ScanStore(state_path) as store:
+            run = store.begin(target, key, connector.content_version())
+            if (carried := carried_unread(run, progress, total, sample, deep)) is not None:
+                return carried
+            batch_run = _BatchRun(build_between_pages, run, sample, deep)
+            batch_run.announce_plan(total)
+            with progress.task("Scanning records", total) as advance:
+                if run.resumed:
+                    advance(run.count())
+                pages = connector.iter_batches(batch_size=batch_size, resume_from=run.cursor)
+                for batch in read_ahead(pages, lock=reading):
+                    batch_run.scan_batch(batch)
+                    advance(len(batch))
+                    batch_run.announce_estimate(total)
+            return finish_run(run, sample, deep)
+    finally:
+        if froze:
+            gc.unfreeze()
+
+
+def freeze_long_lived() -> bool:
+    """Exempt every object alive now (the models a scanner just loaded: half a million of them) from the cyclic
+    garbage collector, which otherwise walks them all at each full collection, a tenth of a first scan's time.
+    False when someone else froze objects already: they own the freeze."""
+    if gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
 
 
 def carried_unread(
@@ -622,19 +636,36 @@ def finish_run(run: Run, sample: float, deep: DeepTier | None) -> ScanResult:
 FUSED = "fused"
 
 
-@dataclass(frozen=True)
+PROBED = "probe estimates P(text contains {type}) = {measure:.2f}"
+RECOVERED = "{attack} recovered a {type} value from the vector"
+EXPOSED = "the stored {type} is exposed by {measure:.1f} bits (Carlini et al.)"
+DETECTED = "{recognizer} found {type} in the recovered words"
+
+
+@dataclass(slots=True)
 class Candidate:
-    """One attack's claim that a record holds a PII type, with its score, before any threshold."""
+    """One attack's claim that a record holds a PII type, with its score, before any threshold.
+
+    ``why`` is one of the templates above: a page makes a dozen claims a record and reports few, so the
+    detail is written only for evidence."""
 
     attack: Attack
     pii_type: PiiType
     score: float
-    detail: str
+    why: str
     value: str | None = None
+    measure: float = 0.0  # the number the detail shows
+    recognizer: str = ""
 
     @property
     def over_threshold(self) -> bool:
         return self.score >= self.attack.threshold
+
+    @property
+    def detail(self) -> str:
+        return self.why.format(
+            type=self.pii_type.value, measure=self.measure, attack=self.attack.name, recognizer=self.recognizer
+        )
 
     def evidence(self, mask_pii: bool) -> Evidence:
         return Evidence(
@@ -654,7 +685,7 @@ def _recovered_texts(inferred: Sequence[Sequence[Inference]]) -> set[str]:
 def _best_scores(candidates: Sequence[Candidate]) -> dict[ScoreKey, float]:
     best: dict[ScoreKey, float] = {}
     for c in candidates:
-        key = (c.attack.name, c.pii_type.value)
+        key = (c.attack.name, str(c.pii_type))  # str(): the member's value, several times faster than .value
         best[key] = max(best.get(key, float("-inf")), c.score)
     return best
 
