@@ -5,9 +5,10 @@
 An embedded LanceDB table of ``--records`` MiniLM vectors of real sentences (the first ``--sentences`` lines of
 ``shared/tools/real-text``, repeated with a little noise, no text, as ``benchmarks/rescan.py`` writes them) is
 scanned in this process (fast tier, profile small, pages of 1,000, calibration off) once to load the models, then
-once more timed. Printed: the timed scan's wall seconds, the seconds inside each ``Scanner`` stage (nested stages
-are inside their callers: ``_best_scores`` is part of ``_fused``), and the seconds the cyclic garbage collector
-ran, per generation. To time older code, put its checkout first on ``PYTHONPATH``.
+once more timed. Printed: the timed scan's wall seconds and how many texts the PII detector read, the seconds
+inside each ``Scanner`` stage (nested stages are inside their callers: ``_best_scores`` is part of ``_fused``), and
+the seconds the cyclic garbage collector ran, per generation. To time older code, put its checkout first on
+``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from vdbguard.scan.owner import OFF
 from vdbguard.scan.run import scan_collection
 
 spent: collections.Counter[str] = collections.Counter()
+texts_read = [0]
 
 
 def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,7 +64,13 @@ def main() -> None:
     for name in ("attack_records", "_infer", "_candidates", "_fused", "_row"):
         setattr(engine.Scanner, name, timed(name, getattr(engine.Scanner, name)))
     engine._best_scores = timed("_best_scores", engine._best_scores)
-    ProcessSharedDetector.detect_many = timed("detect_many", ProcessSharedDetector.detect_many)  # type: ignore[method-assign]
+    detect_many = timed("detect_many", ProcessSharedDetector.detect_many)
+
+    def counted(detector: ProcessSharedDetector, texts: Any) -> Any:
+        texts_read[0] += len(texts)
+        return detect_many(detector, texts)
+
+    ProcessSharedDetector.detect_many = counted  # type: ignore[method-assign]
     count_collections()
     embedder = Embedder()
     with tempfile.TemporaryDirectory(prefix="vdbguard-stages-") as tmp:
@@ -82,10 +90,12 @@ def main() -> None:
 
         scan()
         spent.clear()
+        texts_read[0] = 0
         started = time.perf_counter()
         findings = scan()
         wall = time.perf_counter() - started
-    print(f"\n{options.records:,} records, a warm first scan: {wall:.2f} s, {findings:,} findings\n")
+    detected = f"{texts_read[0]:,} texts detected"
+    print(f"\n{options.records:,} records, a warm first scan: {wall:.2f} s, {findings:,} findings, {detected}\n")
     print("| stage | seconds |\n|---|---|")
     for name, seconds in spent.most_common():
         print(f"| {name} | {seconds:.2f} |")

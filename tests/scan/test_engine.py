@@ -433,3 +433,59 @@ def test_a_scan_keeps_the_garbage_collector_off_its_models_and_leaves_it_as_it_w
     finally:
         gc.unfreeze()
     assert any(o is theirs for o in gc.get_objects())
+
+
+class Recalls(Attack):
+    """Recovers one of a few word bags per vector, chosen by its first coordinate, as inversions of similar
+    vectors do: the same recovered text comes back on page after page."""
+
+    name = "recalls"
+    threshold = 0.5
+    bags = ("maria lopez called about her refund", "printer jammed again", "send it to ops.desk@example.com")
+
+    def fit(self, items, embeddings, progress=None) -> None:
+        pass
+
+    def infer(self, vectors, known_texts=None) -> list[Inference]:
+        chosen = [self.bags[int(v[0] * 10) % len(self.bags)] for v in vectors]
+        return [Inference(recovered_text=t, recovered_tokens=tuple((w, 0.9) for w in t.split())) for t in chosen]
+
+    def save(self, directory: Path) -> None:
+        pass
+
+    @classmethod
+    def load(cls, directory: Path) -> Attack:
+        return cls()
+
+
+def test_a_recovered_text_is_read_by_the_detector_once_per_scan_and_judged_as_if_read_on_every_page(
+    detector, monkeypatch
+) -> None:
+    read: list[str] = []
+
+    class Counted(PresidioDetector):
+        def detect_many(self, texts):
+            read.extend(texts)
+            return detector.detect_many(texts)
+
+    class Paged(ListConnector):
+        def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
+            for start in range(0, len(self.records), batch_size):
+                yield Batch(self.records[start : start + batch_size], cursor=None)
+
+    stored = "Ticket from Jane Doe, born 4 May 1961"
+    records = [
+        VectorRecord(id=f"r{i}", vector=np.full(384, i / 10 + 0.01, dtype=np.float32), text=stored if i < 4 else None)
+        for i in range(12)
+    ]
+
+    def scan() -> list:
+        read.clear()
+        return Scanner([Recalls()], Counted(), dimension=384).scan(Paged(records), batch_size=2).findings
+
+    remembered = scan()
+    assert sorted(read) == sorted([*Recalls.bags, stored, stored]), "the stored text is read on each of its 2 pages"
+    monkeypatch.setattr("vdbguard.scan.engine.RECOVERED_KEPT", 0)
+    forgotten = scan()
+    assert len(read) == 6 * 2 + 2, "each of the 6 pages reads its own 2 word bags, and 2 read the stored text"
+    assert remembered == forgotten and {f.record_id for f in remembered} >= {"r0", "r2"}

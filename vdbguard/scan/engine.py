@@ -72,6 +72,9 @@ def severity_of(
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
 
 
+RECOVERED_KEPT = 50_000  # recovered texts whose detections a scan remembers; each is a short bag of words
+
+
 class Scanner:
     """Runs the attacks on each batch and turns their evidence into findings.
 
@@ -94,6 +97,7 @@ class Scanner:
         self.attacks = list(attacks)
         self.detector = detector
         self._detected: dict[str, list[Detection]] = {}
+        self._recovered_before: dict[str, list[Detection]] = {}
         self.dimension = dimension
         self.mask_pii = mask_pii
         self.verdict = verdict
@@ -104,7 +108,7 @@ class Scanner:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
         vectors = [record.checked_vector(self.dimension) for record in records]
         inferred = self._infer(records, vectors)
-        with self._detected_in(_recovered_texts(inferred)):
+        with self._detected_in(_recovered_texts(inferred), set()):
             return [_best_scores(self._candidates(row)) for row in inferred]
 
     def _infer(self, records: Sequence[VectorRecord], vectors: Sequence[np.ndarray]) -> list[list[Inference]]:
@@ -151,7 +155,7 @@ class Scanner:
         if usable:
             inferred = self._infer([record for record, _ in usable], vectors)
             stored = {text for record, _ in usable if (text := record.source_text) is not None}
-            with self._detected_in(_recovered_texts(inferred) | stored):
+            with self._detected_in(_recovered_texts(inferred), stored):
                 claims = [self._allowed(self._candidates(inferences)) for inferences in inferred]
                 fused = self._fused(claims)
                 for (record, digest), inferences, candidates, probabilities in zip(
@@ -161,10 +165,20 @@ class Scanner:
         return rows
 
     @contextlib.contextmanager
-    def _detected_in(self, texts: set[str]) -> Iterator[None]:
-        """Detect PII in a page's texts with one ``detect_many`` call (spaCy's pipe), for ``_detect`` to look up."""
-        unique = sorted(texts)
-        self._detected = dict(zip(unique, self.detector.detect_many(unique), strict=True))
+    def _detected_in(self, recovered: set[str], stored: set[str]) -> Iterator[None]:
+        """Detect PII in a page's texts with one ``detect_many`` call (spaCy's pipe), for ``_detect`` to look up.
+
+        Inversions of similar vectors recover the same word bags page after page, so recovered texts are
+        remembered across pages (the latest ``RECOVERED_KEPT``); stored texts are rarely repeated, and long."""
+        before = self._recovered_before
+        texts = recovered | stored
+        fresh = sorted(text for text in texts if text not in before)
+        detected = dict(zip(fresh, self.detector.detect_many(fresh), strict=True))
+        before.update((text, detected[text]) for text in recovered if text in detected)
+        detected.update((text, before[text]) for text in texts if text not in detected)
+        self._detected = detected
+        for _ in range(len(before) - RECOVERED_KEPT):
+            del before[next(iter(before))]
         try:
             yield
         finally:
