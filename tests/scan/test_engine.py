@@ -413,11 +413,11 @@ def test_a_scan_keeps_the_garbage_collector_off_its_models_and_leaves_it_as_it_w
     a freeze someone else made is theirs, left in place."""
     seen: list[int] = []
 
-    class Watched(ListConnector):
+    class Watched(Pages):
         def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
-            for start in range(0, len(self.records), batch_size):
+            for batch in super().iter_batches(batch_size, resume_from):
                 seen.append(gc.get_freeze_count())
-                yield Batch(self.records[start : start + batch_size], cursor=None)
+                yield batch
 
     records = [VectorRecord(id=f"r{i}", vector=np.full(384, 0.05, dtype=np.float32)) for i in range(8)]
     scanner = Scanner([Claims()], detector, dimension=384)
@@ -435,27 +435,16 @@ def test_a_scan_keeps_the_garbage_collector_off_its_models_and_leaves_it_as_it_w
     assert any(o is theirs for o in gc.get_objects())
 
 
-class Recalls(Attack):
+class Recalls(Claims):
     """Recovers one of a few word bags per vector, chosen by its first coordinate, as inversions of similar
     vectors do: the same recovered text comes back on page after page."""
 
     name = "recalls"
-    threshold = 0.5
     bags = ("maria lopez called about her refund", "printer jammed again", "send it to ops.desk@example.com")
-
-    def fit(self, items, embeddings, progress=None) -> None:
-        pass
 
     def infer(self, vectors, known_texts=None) -> list[Inference]:
         chosen = [self.bags[int(v[0] * 10) % len(self.bags)] for v in vectors]
         return [Inference(recovered_text=t, recovered_tokens=tuple((w, 0.9) for w in t.split())) for t in chosen]
-
-    def save(self, directory: Path) -> None:
-        pass
-
-    @classmethod
-    def load(cls, directory: Path) -> Attack:
-        return cls()
 
 
 def test_a_recovered_text_is_read_by_the_detector_once_per_scan_and_judged_as_if_read_on_every_page(
@@ -468,11 +457,6 @@ def test_a_recovered_text_is_read_by_the_detector_once_per_scan_and_judged_as_if
             read.extend(texts)
             return detector.detect_many(texts)
 
-    class Paged(ListConnector):
-        def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
-            for start in range(0, len(self.records), batch_size):
-                yield Batch(self.records[start : start + batch_size], cursor=None)
-
     stored = "Ticket from Jane Doe, born 4 May 1961"
     records = [
         VectorRecord(id=f"r{i}", vector=np.full(384, i / 10 + 0.01, dtype=np.float32), text=stored if i < 4 else None)
@@ -481,7 +465,7 @@ def test_a_recovered_text_is_read_by_the_detector_once_per_scan_and_judged_as_if
 
     def scan() -> list:
         read.clear()
-        return Scanner([Recalls()], Counted(), dimension=384).scan(Paged(records), batch_size=2).findings
+        return Scanner([Recalls()], Counted(), dimension=384).scan(Pages(records), batch_size=2).findings
 
     remembered = scan()
     assert sorted(read) == sorted([*Recalls.bags, stored, stored]), "the stored text is read on each of its 2 pages"
