@@ -13,21 +13,26 @@ Each collection is an embedded LanceDB table of ``--records`` 384-d vectors:
 Each is scanned in-process (fast tier, profile small, pages of 1,000, calibration off) once to warm the models,
 then timed with the PII detector in one process and in as many as ``detector_cores()`` gives (each timed scan
 starts its own workers); the detector's share is timed around the scan's ``detect_many`` calls, with the number
-of texts it read. Prints one table.
+of texts it read, and the attacks' around ``Scanner._infer``. Prints one table, then the floor: each fast-tier
+attack's ``infer`` alone on the last collection's vectors in pages of 1,000 (best of 3 passes), with numpy's
+BLAS on one thread and on every core, and the bag-of-words network's two matrix products alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from common import bench_parser
 from export import make_records
 from rescan import base_vectors, real_lines, write
+from threadpoolctl import threadpool_limits
 from vdbguard.connectors.lancedb import LanceDBConnector
 
 from vdbguard.detectors.presidio import PresidioDetector
@@ -35,6 +40,7 @@ from vdbguard.detectors.shared import ProcessSharedDetector, detector_cores
 from vdbguard.embedders import Embedder
 from vdbguard.records import VectorRecord
 from vdbguard.scan import run as run_module
+from vdbguard.scan.engine import Scanner
 from vdbguard.scan.owner import OFF
 from vdbguard.scan.run import scan_collection
 
@@ -94,6 +100,46 @@ def timed_detector() -> tuple[dict[str, float], Callable[[], None]]:
     return spent, restore
 
 
+def timed_inference() -> tuple[dict[str, Any], Callable[[], None]]:
+    """Seconds in the scan's ``Scanner._infer`` (every attack on a page), and the scanner; and a way to put it back."""
+    plain, spent = Scanner._infer, {"seconds": 0.0, "scanner": None}
+
+    def infer(self: Scanner, *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return plain(self, *args)
+        finally:
+            spent["seconds"] += time.perf_counter() - started
+            spent["scanner"] = self
+
+    Scanner._infer = infer  # type: ignore[method-assign]
+    return spent, lambda: setattr(Scanner, "_infer", plain)
+
+
+def attack_floor(scanner: Scanner, matrix: np.ndarray) -> list[tuple[str, int, float]]:
+    """Records/s of each attack's ``infer`` alone, and of the bag-of-words network's matrix products, on 1 BLAS
+    thread and on every core: what a scan could not beat with no other work at all."""
+    pages = [matrix[start : start + 1000] for start in range(0, len(matrix), 1000)]
+    work: dict[str, Callable[[np.ndarray], Any]] = {attack.name: attack.infer for attack in scanner.attacks}
+    for attack in scanner.attacks:
+        weights = getattr(attack, "weights", None)
+        if weights is not None:
+            work[f"{attack.name}: its two matrix products"] = lambda x, w=weights: (x @ w.hidden.T) @ w.out.T
+    rows = []
+    for threads in (1, os.cpu_count() or 1):
+        with threadpool_limits(limits=threads):
+            for name, function in work.items():
+                function(pages[0])
+                best = float("inf")
+                for _ in range(3):
+                    started = time.perf_counter()
+                    for page in pages:
+                        function(page)
+                    best = min(best, time.perf_counter() - started)
+                rows.append((name, threads, len(matrix) / best))
+    return rows
+
+
 def main() -> None:
     parser = bench_parser(__doc__, records=10_000)
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
@@ -119,17 +165,32 @@ def main() -> None:
             for processes in (1, detector_cores()):
                 run_module.detector_cores = lambda processes=processes: processes  # type: ignore[misc]
                 spent, restore = timed_detector()
+                inference, restore_inference = timed_inference()
                 started = time.perf_counter()
                 assert scan() == options.records
                 seconds = time.perf_counter() - started
                 restore()
-                rows.append((kind, processes, seconds, spent["seconds"], spent["texts"]))
+                restore_inference()
+                rows.append((kind, processes, seconds, spent["seconds"], spent["texts"], inference["seconds"]))
+        with LanceDBConnector(collection="bench", path=str(path)) as connector:
+            pages = connector.iter_batches(batch_size=1000)
+            matrix = np.array([record.vector for batch in pages for record in batch.records], dtype=np.float32)
+        floor = attack_floor(inference["scanner"], matrix)
     print(f"\n{options.records:,} records a collection, fast tier, profile small, models warm\n")
-    print("| collection | detector processes | scan (s) | records/s | PII detector (s) | share | texts it read |")
-    print("|---|---|---|---|---|---|---|")
-    for kind, processes, seconds, detector, texts in rows:
+    print(
+        "| collection | detector processes | scan (s) | records/s | PII detector (s) | share | texts it read |", end=""
+    )
+    print(" attacks (s) |\n|---|---|---|---|---|---|---|---|")
+    for kind, processes, seconds, detector, texts, attacks in rows:
         rate, share = options.records / seconds, detector / seconds
-        print(f"| {kind} | {processes} | {seconds:.1f} | {rate:,.0f} | {detector:.1f} | {share:.0%} | {texts:,} |")
+        print(
+            f"| {kind} | {processes} | {seconds:.1f} | {rate:,.0f} | {detector:.1f} | {share:.0%} | {texts:,} |", end=""
+        )
+        print(f" {attacks:.1f} |")
+    print(f"\nEach attack alone on the {kinds[-1]} vectors, pages of 1,000, records/s\n")
+    print("| work | BLAS threads | records/s |\n|---|---|---|")
+    for name, threads, rate in floor:
+        print(f"| {name} | {threads} | {rate:,.0f} |")
 
 
 if __name__ == "__main__":
