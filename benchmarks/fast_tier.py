@@ -182,16 +182,13 @@ def main() -> None:
             matrix = np.array([record.vector for batch in pages for record in batch.records], dtype=np.float32)
         floor = attack_floor(inference["scanner"], matrix)
     print(f"\n{options.records:,} records a collection, fast tier, profile small, models warm\n")
-    print(
-        "| collection | detector processes | scan (s) | records/s | PII detector (s) | share | texts it read |", end=""
-    )
-    print(" attacks (s) |\n|---|---|---|---|---|---|---|---|")
+    columns = ["collection", "detector processes", "scan (s)", "records/s", "PII detector (s)", "share"]
+    columns += ["texts it read", "attacks (s)"]
+    print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
     for kind, processes, seconds, detector, texts, attacks in rows:
-        rate, share = options.records / seconds, detector / seconds
-        print(
-            f"| {kind} | {processes} | {seconds:.1f} | {rate:,.0f} | {detector:.1f} | {share:.0%} | {texts:,} |", end=""
-        )
-        print(f" {attacks:.1f} |")
+        cells = [kind, processes, f"{seconds:.1f}", f"{options.records / seconds:,.0f}", f"{detector:.1f}"]
+        cells += [f"{detector / seconds:.0%}", f"{texts:,}", f"{attacks:.1f}"]
+        print("| " + " | ".join(map(str, cells)) + " |")
     print(f"\nEach attack alone on the {kinds[-1]} vectors, pages of 1,000, records/s\n")
     print("| work | BLAS threads | records/s |\n|---|---|---|")
     for name, threads, rate in floor:
