@@ -10,7 +10,6 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 import chromadb
 import httpx
@@ -25,10 +24,10 @@ from vdbguard.connectors.support import (
     Tls,
     http_status_is_transient,
     require_path_or_url,
+    server_url,
     tls_hint,
 )
 
-from vdbguard.credentials import redact_url
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, PartialWriteError, VdbguardError
 from vdbguard.records import Batch, Columns, VectorRecord, payload_bytes
 
@@ -328,19 +327,10 @@ class _Server(ServerStore):
     def __init__(
         self, url: str, headers: dict[str, str] | None, tenant: str, database: str, tls_verify: bool | str
     ) -> None:
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        shown = redact_url(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise VdbguardError(f"unsupported Chroma URL {shown!r}", "use http(s)://HOST:PORT")
-        self._ssl = parts.scheme == "https"
-        self._host = parts.hostname
-        try:
-            port = parts.port
-        except ValueError as exc:
-            raise VdbguardError(f"bad port in Chroma URL {shown!r}", "use http(s)://HOST:PORT") from exc
-        self._port = port if port is not None else (443 if self._ssl else 8000)
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        self.location = f"{parts.scheme}://{host}:{self._port}"  # no userinfo, no query
+        parts = server_url(url, "Chroma", 8000)
+        self._ssl = parts.secure
+        self._host, self._port = parts.hostname, parts.port
+        self.location = parts.location
         self._headers = headers
         self._tenant = tenant
         self._database = database

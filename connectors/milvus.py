@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 import grpc
 import numpy as np
@@ -23,6 +22,7 @@ from vdbguard.connectors.support import (
     is_integer,
     metric_name,
     require_path_or_url,
+    server_url,
     store_metric,
 )
 
@@ -385,15 +385,9 @@ class _Server(ServerStore):
     def __init__(
         self, url: str, token: str, db_name: str, timeout: float, failed: Callable[[str, BaseException], Exception]
     ) -> None:
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 19530)
-        except ValueError as exc:
-            raise VdbguardError("bad port in the Milvus URL", "use http(s)://HOST:PORT") from exc
-        if not parts.hostname:
-            raise VdbguardError("the Milvus URL has no host", "use http(s)://HOST:PORT")
-        self.location = f"{parts.hostname}:{port}"
-        self._url = url
+        parts = server_url(url, "Milvus", 19530, with_path=True, schemes=("http", "https", "tcp", "grpc"))
+        self.location = parts.netloc
+        self._url = parts.location + parts.path
         self._token = token
         self._db_name = db_name
         self._timeout = timeout

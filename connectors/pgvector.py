@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
 from vdbguard.connectors.support import StoreCalls, Tls, log, metric_name, tls_hint
 
-from vdbguard.credentials import scrub
+from vdbguard.credentials import remember_secret, scrub, split_userinfo
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
@@ -36,6 +36,7 @@ _PAYLOAD_COLUMNS = ("payload", "metadata", "cmetadata", "metadata_")
 # Serialization failures, deadlocks, lock/statement timeouts, server shutting down or starting, too many
 # connections; class 08 (connection exceptions) is checked separately.
 _TRANSIENT_STATES = {"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300"}
+_URL_FORM = re.compile(r"(?i)postgres(ql)?://")
 _AUTH_FAILURE = re.compile(r"authentication failed|no pg_hba\.conf entry|no password supplied|password is required")
 _START_HINT = "is the server running and listening there? check the host and port in the URL (or PGHOST/PGPORT)"
 
@@ -169,6 +170,7 @@ class PgvectorConnector(StoreCalls, Connector):
         self.metric = _normalise_metric(metric) if metric else None
         self._connect_timeout = int(connect_timeout)
         self._conninfo = url or ""
+        _refuse_misread_userinfo(self._conninfo)
         try:
             params = conninfo_to_dict(self._conninfo)
         except psycopg.ProgrammingError:
@@ -176,6 +178,7 @@ class PgvectorConnector(StoreCalls, Connector):
                 "cannot parse the PostgreSQL URL", "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
             ) from None
         self._secret = str(params.get("password") or os.environ.get("PGPASSWORD") or "")
+        remember_secret(self._secret)
         host = str(params.get("host") or os.environ.get("PGHOST") or "localhost")
         port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
         database = str(params.get("dbname") or os.environ.get("PGDATABASE") or params.get("user") or "")
@@ -759,6 +762,20 @@ def _cursor(last_id: Any) -> str:
     """Resumes after ``last_id``: an integer key as a number, any other (uuid, text) as its text."""
     number = isinstance(last_id, int) and not isinstance(last_id, bool)
     return json.dumps({"after": last_id if number else str(last_id)})
+
+
+def _refuse_misread_userinfo(conninfo: str) -> None:
+    """libpq ends a URL's user part at its first ``@`` or ``/``: a password holding either would be read as the
+    host, port or database, and shown in libpq's errors. Refused before libpq sees it, naming neither."""
+    userinfo = split_userinfo(conninfo).userinfo if _URL_FORM.match(conninfo) else None
+    if userinfo is None:
+        return
+    remember_secret(split_userinfo(conninfo).password)
+    if "@" in userinfo or "/" in userinfo:
+        raise VdbguardError(
+            "the user or password in the PostgreSQL URL holds '@' or '/', which libpq reads as the end of it",
+            "percent-encode them in the URL (@ as %40, / as %2F), or leave the password out and set PGPASSWORD",
+        )
 
 
 def _parse_cursor(cursor: str | None) -> int | str | None:

@@ -24,7 +24,7 @@ from vdbguard.connectors.support import (
     tls_hint,
 )
 
-from vdbguard.credentials import scrub
+from vdbguard.credentials import redact_url, scrub, split_userinfo
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
@@ -457,8 +457,8 @@ def _normalise_url(url: str) -> str:
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
         parts = parts._replace(netloc="")
-    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
-        shown = url.split("@")[-1] if "@" in url else url  # never echo credentials embedded in the URL
+    if parts.scheme not in ("http", "https") or not parts.hostname or split_userinfo(url).userinfo is not None:
+        shown = redact_url(url)
         raise VdbguardError(
             f"unsupported Pinecone URL {shown!r}", "use https://HOST or http://HOST:PORT, no credentials"
         )

@@ -10,7 +10,6 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 import httpx
 from qdrant_client import QdrantClient, models
@@ -24,10 +23,11 @@ from vdbguard.connectors.support import (
     as_bool,
     http_status_is_transient,
     require_path_or_url,
+    server_url,
     tls_hint,
 )
 
-from vdbguard.credentials import redact_url, scrub
+from vdbguard.credentials import scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 
 _SNAPSHOT_NAME = "c"
@@ -271,18 +271,10 @@ class _Server(ServerStore):
     def __init__(self, url: str, api_key: str | None, timeout: int, tls_verify: bool | str) -> None:
         self._api_key = api_key
         self._timeout = timeout
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        shown = redact_url(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise VdbguardError(f"unsupported Qdrant URL {shown!r}", "use http(s)://HOST:PORT")
-        try:
-            port = parts.port or 6333
-        except ValueError as exc:
-            raise VdbguardError(f"bad port in Qdrant URL {shown!r}", "use http(s)://HOST:PORT") from exc
+        parts = server_url(url, "Qdrant", 6333, with_path=True)
         self._loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
-        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-        self.location = f"{parts.scheme}://{host}:{port}{parts.path.rstrip('/')}"  # no userinfo, no query
-        self._tls = Tls(tls_verify, self.location) if parts.scheme == "https" else None
+        self.location = parts.location + parts.path
+        self._tls = Tls(tls_verify, self.location) if parts.secure else None
 
     def scrub(self, text: str) -> str:
         return scrub(text, [self._api_key])

@@ -15,10 +15,13 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, TypeVar
+from urllib.parse import urlsplit
 
 from vdbguard.cache import ScratchDir
+from vdbguard.credentials import redact_url, remember_secret, split_userinfo
 from vdbguard.errors import ConnectorError, VdbguardError
 
 T = TypeVar("T")
@@ -218,6 +221,51 @@ def require_path_or_url(connector: str, path: object, url: object, hint: str) ->
     """Connectors that read an embedded store or a server take exactly one of ``path`` and ``url``."""
     if (path is None) == (url is None):
         raise VdbguardError(f"the {connector} connector needs exactly one of path or url", hint)
+
+
+@dataclass(frozen=True)
+class ServerUrl:
+    """A store server's URL as a connector dials it: no userinfo, no query."""
+
+    scheme: str
+    hostname: str
+    port: int
+    path: str
+
+    @property
+    def secure(self) -> bool:
+        return self.scheme == "https"
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
+        return f"{host}:{self.port}"
+
+    @property
+    def location(self) -> str:
+        """Safe to print and to put in reports."""
+        return f"{self.scheme}://{self.netloc}"
+
+
+def server_url(
+    url: str, store: str, default_port: int, *, with_path: bool = False, schemes: tuple[str, ...] = ("http", "https")
+) -> ServerUrl:
+    """``http(s)://HOST:PORT`` (``http://`` when no scheme is given), read the way a person wrote it: a password
+    holding ``/``, ``@`` or ``:`` is the userinfo, never the host or port, and no message shows it."""
+    split = split_userinfo(url)
+    remember_secret(split.password)
+    rest = split.rest if "://" in split.rest else f"http://{split.rest}"
+    parts = urlsplit(rest)
+    shown = redact_url(url)
+    if parts.scheme not in schemes or not parts.hostname or (not with_path and parts.path not in ("", "/")):
+        raise VdbguardError(f"unsupported {store} URL {shown!r}", "use http(s)://HOST:PORT")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise VdbguardError(f"bad port in {store} URL {shown!r}", "use http(s)://HOST:PORT") from exc
+    if port is None:
+        port = 443 if parts.scheme == "https" else default_port
+    return ServerUrl(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
 
 
 def close_quietly(client: Any) -> None:

@@ -20,7 +20,14 @@ import httpx
 import numpy as np
 import weaviate
 from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions, run_starts
-from vdbguard.connectors.support import StoreCalls, Tls, certificate_refused, http_status_is_transient, metric_name
+from vdbguard.connectors.support import (
+    StoreCalls,
+    Tls,
+    certificate_refused,
+    http_status_is_transient,
+    metric_name,
+    server_url,
+)
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Filter
@@ -35,7 +42,7 @@ from weaviate.exceptions import (
     WeaviateTimeoutError,
 )
 
-from vdbguard.credentials import redact_url, scrub
+from vdbguard.credentials import scrub
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, PartialWriteError, RecordError, VdbguardError
 from vdbguard.records import Batch, VectorRecord
 
@@ -141,15 +148,8 @@ class WeaviateConnector(StoreCalls, Connector):
     # -- connection ------------------------------------------------------------------------------
 
     def _parse_urls(self, url: str, grpc_port: int | str | None, grpc_url: str | None) -> None:
-        shown = redact_url(url)
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise VdbguardError(f"unsupported Weaviate URL {shown!r}", "use http(s)://HOST:PORT (the REST endpoint)")
-        try:
-            port = parts.port
-        except ValueError as exc:
-            raise VdbguardError(f"bad port in Weaviate URL {shown!r}", "use http(s)://HOST:PORT") from exc
-        self._http = (parts.hostname, port or (443 if parts.scheme == "https" else 8080), parts.scheme == "https")
+        parts = server_url(url, "Weaviate", 8080)
+        self._http = (parts.hostname, parts.port, parts.secure)
         host = parts.hostname
         if grpc_url:
             gparts = urlsplit(grpc_url if "://" in grpc_url else f"grpc://{grpc_url}")

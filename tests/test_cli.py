@@ -169,13 +169,16 @@ def test_unreachable_server_is_a_clear_error() -> None:
     assert "Traceback" not in output and "s3cret" not in output
 
 
-def test_dimension_mismatch_is_refused(tmp_path: Path, model_cache: Path) -> None:
+def test_dimension_mismatch_is_refused_without_a_resume_hint(tmp_path: Path, model_cache: Path) -> None:
+    """Running the same command again cannot help here, so the error does not say it would."""
     make_chroma_store(tmp_path / "store", "small_vectors", n=5, dim=16, seed=1)
     code, output = run(
-        "scan", "--connector", "chroma", "--path", str(tmp_path / "store"), "--collection", "small_vectors"
+        "scan", "--connector", "chroma", "--path", str(tmp_path / "store"), "--collection", "small_vectors",
+        "--state", str(tmp_path / "scan.sqlite"), "--out", str(tmp_path / "out"),
     )
     assert code == 2
     assert "16-d" in output and "384-d" in output and "--embedder" in output
+    assert "resume" not in output
 
 
 def test_path_and_url_are_mutually_exclusive() -> None:

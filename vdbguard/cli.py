@@ -25,7 +25,7 @@ from rich.table import Table
 
 from vdbguard.cache import writable_dir
 from vdbguard.config import DEEP_RECORD_SECONDS
-from vdbguard.credentials import redact_userinfo, strip_userinfo
+from vdbguard.credentials import redact_location, remember_settings, safe_text, strip_userinfo
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import (
@@ -51,14 +51,14 @@ def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except VdbguardError as exc:
-            console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+            console.print(f"[bold red]error:[/] {escape(safe_text(exc.message))}", highlight=False)
             if exc.hint:
-                console.print(f"[yellow]hint:[/] {escape(exc.hint)}", highlight=False)
+                console.print(f"[yellow]hint:[/] {escape(safe_text(exc.hint))}", highlight=False)
             sys.exit(EXIT_ERROR)
         except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an unmapped store error: one line, credentials scrubbed
-            message = redact_userinfo(f"{type(exc).__name__}: {exc}")
+            message = safe_text(f"{type(exc).__name__}: {exc}")
             console.print(f"[bold red]unexpected error:[/] {escape(message)}", highlight=False)
             console.print("[yellow]hint:[/] re-run with -v; if it persists, report it with this message")
             sys.exit(EXIT_ERROR)
@@ -289,6 +289,7 @@ def _connector_factory(
     connector_cls = load_connector(name)
     settings: dict[str, Any] = {"collection": collection, **_connector_options(option)}
     settings.update({"path": path} if path is not None else {"url": url})
+    remember_settings(settings)
     tls_verify = click.get_current_context().meta.get("tls_verify")
     if tls_verify is not None:
         if url is None:
@@ -614,11 +615,11 @@ def _metrics_on_failure(metrics_file: Path | None, collection: str, started: flo
 
 @contextlib.contextmanager
 def _resume_hint(state: Path | None) -> Iterator[None]:
-    """A scan with --state that fails says that it resumes: its committed batches are kept."""
+    """A scan with --state that fails after committing records says that it resumes: they are kept."""
     try:
         yield
     except VdbguardError as exc:
-        if state is not None:
+        if state is not None and exc.resumable:
             resume = f"what was scanned is kept in {state}: run the same command again to resume"
             exc.hint = f"{exc.hint}; then {resume}" if exc.hint else resume
         raise
@@ -810,7 +811,7 @@ def audit(
     elif fit_file is not None or strength is not None or attack_names or cheap:
         raise click.UsageError("--strength, --fit-file, --attack and --cheap go with --transform")
 
-    location = redact_userinfo(str(path or url))
+    location = redact_location(str(path or url))
     anonymous = (*option, *(f"{key}={json.dumps(value)}" for key, value in ANONYMOUS.get(connector_name, {}).items()))
     anonymous_url = strip_userinfo(url) if url is not None else None
     with _open_connector(connector_name, collection, path, url, option) as connector:
@@ -1302,7 +1303,7 @@ def subject_erase(audit_log: Path, actor: str | None, yes: bool, **options: Any)
         if not yes:
             console.print(f"dry run: {len(search.records)} records would be deleted; re-run with --yes to delete them")
             return
-        location = redact_userinfo(str(options["path"] or options["url"]))
+        location = redact_location(str(options["path"] or options["url"]))
         deleted = erase_subject(connector, search, person, audit_log, location, actor=actor)
     console.print(f"deleted {len(deleted)} records; logged to {audit_log}")
 

@@ -19,13 +19,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vdbguard.credentials import SECRET_NAME, credential_query_parameters, remember_settings, split_userinfo
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.reports.schema import Severity
 
 DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
 
-_SECRET_SETTING = re.compile(r"(?i)(password|passwd|secret|token|api_?key|credential)")
+_ENVIRONMENT_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 class _Strict(BaseModel):
@@ -89,18 +90,38 @@ class StoreSettings(_Strict):
 
     @field_validator("url")
     @classmethod
-    def _no_userinfo(cls, url: str | None) -> str | None:
-        if url and re.search(r"//[^/@]*@", url):
+    def _no_credentials_in_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return url
+        if split_userinfo(url).userinfo is not None:
             raise ValueError("the url holds credentials: name their environment variable under credentials instead")
+        if names := credential_query_parameters(url):
+            raise ValueError(
+                f"the url's query holds credentials ({', '.join(names)}): name their environment variable under "
+                "credentials instead"
+            )
         return url
+
+    @field_validator("credentials")
+    @classmethod
+    def _names_not_values(cls, credentials: dict[str, str]) -> dict[str, str]:
+        for setting, variable in credentials.items():
+            if not _ENVIRONMENT_NAME.match(variable):
+                raise ValueError(
+                    f"{setting} must name an environment variable (like QDRANT_API_KEY: capitals, digits and _), "
+                    "not hold the secret itself: remove the value from this file and rotate it if it was shared"
+                )
+        return credentials
 
     @field_validator("options")
     @classmethod
     def _no_secrets(cls, options: dict[str, Any]) -> dict[str, Any]:
-        for key in options:
-            if _SECRET_SETTING.search(key):
+        for key, value in options.items():
+            names = value if isinstance(value, dict) else {}
+            inner = [f"{key}.{name}" for name in names if SECRET_NAME.search(str(name))]
+            if SECRET_NAME.search(key) or inner:
                 raise ValueError(
-                    f"option {key!r} looks like a credential: put it in an environment variable and "
+                    f"option {(inner or [key])[0]!r} looks like a credential: put it in an environment variable and "
                     f'name that under [stores.credentials] ({key} = "MY_ENV_VAR")'
                 )
         return options
@@ -121,6 +142,7 @@ class StoreSettings(_Strict):
                     f"export {variable}=... before the scan, e.g. from your secret store",
                 )
             settings[setting] = value
+        remember_settings(settings)
         return settings
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 
 class VdbguardError(Exception):
-    """Base error. ``hint`` says what the user can do about it."""
+    """Base error. ``hint`` says what the user can do about it. ``resumable``: it stopped a scan whose state had
+    already committed records of the run, so running the same command again goes on from there."""
+
+    resumable = False
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO
 
-from vdbguard.credentials import redact_userinfo
+from vdbguard.credentials import safe_text
 from vdbguard.errors import VdbguardError
 
 Advance = Callable[[int], None]
@@ -208,14 +208,14 @@ def progress_for(output: Any, log_format: str = "text") -> RichProgress | PlainP
 
 
 class ScrubbingFormatter(logging.Formatter):
-    """Plain log lines with the user:password part of any URL masked: logs outlive the scan and travel."""
+    """Plain log lines with URLs redacted and known secrets masked: logs outlive the scan and travel."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_userinfo(super().format(record))
+        return safe_text(super().format(record))
 
 
 class JsonLogFormatter(logging.Formatter):
-    """One JSON object per log record, for ``--log-format json``; URLs lose their user:password."""
+    """One JSON object per log record, for ``--log-format json``; URLs redacted and known secrets masked."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -223,8 +223,8 @@ class JsonLogFormatter(logging.Formatter):
             "event": "log",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": redact_userinfo(record.getMessage()),
+            "message": safe_text(record.getMessage()),
         }
         if record.exc_info:
-            entry["exception"] = redact_userinfo(self.formatException(record.exc_info))
+            entry["exception"] = safe_text(self.formatException(record.exc_info))
         return json.dumps(entry)

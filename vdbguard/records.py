@@ -56,6 +56,10 @@ class VectorRecord:
             raise RecordError(self.id, "vector", f"has dimension {vector.size} but the embedder produces {dimension}")
         if not np.all(np.isfinite(vector)):
             raise RecordError(self.id, "vector", "contains NaN or infinite values")
+        with np.errstate(over="ignore"):
+            squared_norm = np.dot(vector, vector)
+        if not np.isfinite(squared_norm):
+            raise RecordError(self.id, "vector", "has a norm too large for float32 (its square overflows)")
         if attackable and not vector.any():
             raise RecordError(self.id, "vector", "is all zeros (a placeholder?): nothing to attack")
         return vector

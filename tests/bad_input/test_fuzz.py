@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import sqlite3
 import tomllib
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reports.test_writers import make_report
+from tests.scan.test_state import TARGET, finished_state, leaks
 from vdbguard.config import STARTER, JobConfig, load_job, parse_job
 from vdbguard.errors import VdbguardError
+from vdbguard.reports.loading import SQLITE_HEADER
 from vdbguard.reports.schema import Report
 from vdbguard.scan import ScanStore
+from vdbguard.scan.engine import finish_run
 
 FUZZ = settings(
     max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -90,42 +93,64 @@ def test_any_text_as_a_job_file_is_a_named_error_or_valid(tmp_path: Path, text: 
 
 @pytest.fixture(scope="module")
 def real_state(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    path = tmp_path_factory.mktemp("state") / "scan.sqlite"
-    with ScanStore(path) as store:
-        store.db.execute("INSERT INTO meta VALUES ('filler', ?)", ("x" * 20_000,))
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return path.read_bytes()
+    """A finished scan's state: findings with a planted value on many pages, and the report's header."""
+    return finished_state(tmp_path_factory.mktemp("state") / "scan.sqlite", 300).read_bytes()
+
+
+def _header_of(application_id: bytes) -> st.SearchStrategy[bytes]:
+    """SQLite's first 100 bytes, random but for the magic string and this application id."""
+    return st.binary(min_size=84, max_size=84).map(lambda rest: SQLITE_HEADER + rest[:52] + application_id + rest[56:])
+
+
+noise_files = st.one_of(
+    st.binary(max_size=4096),
+    st.tuples(_header_of(bytes(4)), st.binary(max_size=4096)).map(b"".join),  # no application id: not ours
+    st.tuples(_header_of(b"vdbg"), st.binary(max_size=4096)).map(b"".join),  # ours, but noise
+)
 
 
 @FUZZ
-@given(st.binary(max_size=4096))
-def test_any_bytes_as_a_state_file_are_a_named_error(tmp_path: Path, noise: bytes) -> None:
-    path = tmp_path / "noise.sqlite"
+@given(noise_files)
+def test_any_bytes_as_a_state_file_are_refused_untouched_or_named_as_damaged(tmp_path: Path, noise: bytes) -> None:
+    folder = tmp_path / uuid.uuid4().hex  # a file of its own: a state closed unchanged is not checked twice
+    folder.mkdir()
+    path = folder / "noise.sqlite"
     path.write_bytes(noise)
     try:
-        ScanStore(path).close()
+        with ScanStore(path) as store:
+            store.begin("t", "key")
+        assert not noise, "only an empty file becomes a state"
     except VdbguardError as error:
-        assert str(path) in str(error)
+        assert getattr(error, "resumable", True) is False, error
+        if noise[68:72] == b"vdbg":
+            assert error.message.startswith(f"the state file {path} is damaged: "), error
+        else:
+            assert error.message.startswith(f"{path} is not a vdbguard state file: "), error
+            assert path.read_bytes() == noise and [p.name for p in folder.iterdir()] == [path.name], "untouched"
 
 
 @FUZZ
 @given(st.data())
-def test_a_truncated_or_damaged_state_is_a_named_error_or_still_opens(
+def test_a_truncated_or_damaged_state_is_a_named_error_that_shows_no_row_or_still_reads(
     tmp_path: Path, real_state: bytes, data: st.DataObject
 ) -> None:
     damaged = bytearray(real_state[: data.draw(st.integers(0, len(real_state)))])
     for _ in range(data.draw(st.integers(0, 8))):
         if damaged:
             damaged[data.draw(st.integers(0, len(damaged) - 1))] = data.draw(st.integers(0, 255))
-    path = tmp_path / "damaged.sqlite"
+    path = tmp_path / uuid.uuid4().hex / "damaged.sqlite"
+    path.parent.mkdir()
     path.write_bytes(bytes(damaged))
     try:
         with ScanStore(path) as store:
             store.latest_reports()
+            run = store.begin(TARGET, "key", "v1")
+            if run.carry_unchanged():  # unless the damage hit the run it carries from
+                list(finish_run(run, 1.0, None).findings)
     except VdbguardError as error:
-        assert str(path) in str(error)
-    except sqlite3.DatabaseError as error:  # damage SQLite only sees when it reads the page
-        pytest.fail(f"raw SQLite error from a damaged state: {error}")
+        named = (f"the state file {path} is damaged: ", f"{path} is not a vdbguard state file: ")
+        assert error.message.startswith(named) and getattr(error, "resumable", True) is False, error
+        assert not leaks(str(error)), error
 
 
 texts = st.text(max_size=40)

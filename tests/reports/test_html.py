@@ -252,7 +252,7 @@ def test_page_content_plots_and_order() -> None:
         "EMAIL: yes, PERSON: no",
         "ns tenant-a",
         "sex m 0.80",
-        "Records skipped (1)",
+        "Record problems (1)",
         "has NaN values",
     ):
         assert words in text, words

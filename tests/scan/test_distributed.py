@@ -76,3 +76,31 @@ def test_options_for_ray_alone_or_the_deep_tier_with_ray_are_refused(lance_store
     assert result.exit_code == 2 and "--executor ray" in result.output
     result = CliRunner().invoke(main, [*base, "--executor", "ray", "--deep-attack", "adversarial-decoding"])
     assert result.exit_code != 0 and "deep tier runs in-process only" in result.output
+
+
+def test_two_records_under_one_id_are_each_attacked_and_named_by_both_executors(
+    embedder, small_attacks, tmp_path: Path
+) -> None:
+    """LanceDB keeps rows with equal ids: the second record under an id is attacked and reported under its own id,
+    named among the record problems and not counted as skipped, in-process and on Ray alike; a re-scan carries it."""
+    import lancedb
+
+    texts = [f"Ticket {i}: the printer on floor {i} jams again." for i in range(12)]
+    texts.append("Send the invoice for Dr. Laura Mitchell to laura.mitchell@example.com.")
+    vectors = embedder.encode(texts)
+    path = tmp_path / "store"
+    with LanceDBConnector(collection="notes", path=path) as store:
+        store.ensure_collection(384)
+        store.upsert([VectorRecord(id=f"t{i}", vector=vectors[i]) for i in range(12)])
+    row = {"id": "t3", "vector": vectors[12].tolist(), "payload": "{}"}
+    lancedb.connect(path).open_table("notes").add([row])  # a second record under t3
+    ray = ["--executor", "ray", "--workers", "2"]
+    alone = scan(path, tmp_path / "a", tmp_path / "a.sqlite")
+    distributed = scan(path, tmp_path / "b", tmp_path / "b.sqlite", *ray)
+    assert distributed == alone
+    assert alone["summary"]["records_scanned"] == 13 and alone["summary"]["records_skipped"] == 0
+    (problem,) = alone["record_problems"]
+    assert problem["field"] == "duplicate id" and problem["record_id"].startswith("t3#dup-")
+    assert problem["record_id"] in {f["record_id"] for f in alone["findings"]}, "the invoice leaks, under its own id"
+    again = scan(path, tmp_path / "a", tmp_path / "a.sqlite")
+    assert again["coverage"]["records_attacked"] == 0 and again["record_problems"] == alone["record_problems"]

@@ -15,10 +15,11 @@ from tests.helpers import ListConnector
 from vdbguard.attacks import Attack, Inference
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType
-from vdbguard.records import Batch, VectorRecord
+from vdbguard.records import Batch, VectorRecord, record_digest
 from vdbguard.reports.schema import Severity
 from vdbguard.scan import DeepTier, Scanner, ScanStore, severity_of
-from vdbguard.scan.engine import DEEP_CHUNK, ScanResult
+from vdbguard.scan.engine import DEEP_CHUNK, ScanResult, duplicate_id
+from vdbguard.scan.state import DUPLICATE_ID
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +230,9 @@ def test_allow_list_and_severity_policy(pii_store, small_attacks, detector, tmp_
     assert all(f.severity is Severity.CRITICAL for f in allowed.findings if {"EMAIL", "PERSON"} & set(f.pii_types))
 
 
-def test_bad_records_are_reported_by_id_and_field_and_the_rest_is_scanned(small_attacks, detector, embedder) -> None:
+def test_bad_records_are_reported_by_id_and_field_and_the_rest_is_scanned(
+    small_attacks, detector, embedder, recwarn: pytest.WarningsRecorder
+) -> None:
     good = embedder.encode(["Send the invoice for Dr. Laura Mitchell to laura.mitchell@example.com."])[0]
     nan = good.copy()
     nan[3] = np.nan
@@ -238,13 +241,16 @@ def test_bad_records_are_reported_by_id_and_field_and_the_rest_is_scanned(small_
         VectorRecord(id="no-vector", vector=None),
         VectorRecord(id="has-nan", vector=nan),
         VectorRecord(id="short", vector=good[:100]),
+        VectorRecord(id="huge", vector=np.full(384, 3e38, dtype=np.float32)),  # finite, but its norm is not
     ]
     result = Scanner(small_attacks, detector, dimension=384).scan(ListConnector(records))
     problems = {(p.record_id, p.field) for p in result.problems}
-    assert problems == {("no-vector", "vector"), ("has-nan", "vector"), ("short", "vector")}
+    assert problems == {("no-vector", "vector"), ("has-nan", "vector"), ("short", "vector"), ("huge", "vector")}
     assert any("NaN" in p.problem for p in result.problems)
+    assert any(p.record_id == "huge" and "norm too large" in p.problem for p in result.problems)
+    assert not [w for w in recwarn if "overflow" in str(w.message)], "named, not attacked with a numpy warning"
     assert any("dimension 100" in p.problem for p in result.problems)
-    assert result.records_scanned == 4
+    assert result.records_scanned == 5
     assert [f.record_id for f in result.findings] == ["ok"]
 
 
@@ -336,36 +342,43 @@ class Pages(ListConnector):
             yield Batch(self.records[start : start + batch_size], cursor=None)
 
 
-def test_a_record_served_again_in_one_run_counts_once_and_a_change_after_a_carry_is_attacked(
+def test_a_record_served_again_counts_once_and_a_second_record_under_its_id_is_attacked_and_named(
     small_attacks, detector, embedder, tmp_path: Path
 ) -> None:
-    """A store that pages live under writes (or holds one id twice) serves a record again: it is one record. Once
-    attacked in a run it is not attacked again; carried over, it is attacked if it comes again changed. Nothing
-    stays behind in the state's list of carried records."""
+    """A store that pages live under writes serves a record again: it is one record, attacked once a run. A store
+    that holds one id twice (LanceDB, pgvector without a key, Milvus) serves two records under it: each is attacked
+    and reported, the second under its own id (``duplicate_id``), named among the record problems but not counted
+    as skipped. Re-scans carry both over; nothing stays behind in the state's list of carried records."""
     texts = ["The quarterly report is due on Friday.", "Send the invoice for Dr. Laura Mitchell to laura@example.com."]
     plain, personal = embedder.encode(texts)
     before = [VectorRecord(id="a", vector=plain), VectorRecord(id="b", vector=plain + 0.01)]
     changed = VectorRecord(id="a", vector=personal)
+    twin = duplicate_id("a", record_digest(changed))
     scanner, state = Scanner(small_attacks, detector, dimension=384), tmp_path / "state.sqlite"
     leaks = scanner.scan(Pages([changed])).findings
     assert leaks, "the changed record leaks"
-    scanner.scan(Pages(before), batch_size=1, state_path=state, target="t")
+    first = scanner.scan(Pages([*before, before[0]]), batch_size=1, state_path=state, target="t")
+    assert (first.records_scanned, first.coverage.records_attacked, first.problems) == (2, 2, []), "served twice"
 
-    def rescan(*rows: VectorRecord) -> ScanResult:
-        result = scanner.scan(Pages(list(rows)), batch_size=1, state_path=state, target="t")
-        assert result.records_scanned == 2 and _count(state) == 2
+    def rescan(*rows: VectorRecord, batch_size: int = 1) -> ScanResult:
+        result = scanner.scan(Pages(list(rows)), batch_size=batch_size, state_path=state, target="t")
         with sqlite3.connect(state) as db:
             assert db.execute("SELECT COUNT(*) FROM carried").fetchone()[0] == 0
         return result
 
-    again = rescan(*before, changed)  # "a" carried over, then served changed
-    assert (again.coverage.records_attacked, again.coverage.records_carried_over) == (1, 1)
-    assert again.findings == leaks
+    for batch_size in (1, 3):  # the second record on a later page, and on the same page
+        both = rescan(*before, changed, batch_size=batch_size)  # "a" carried over, then another record under "a"
+        assert both.records_scanned == 3 and both.summary.records_skipped == 0
+        assert both.coverage.records_attacked == (1 if batch_size == 1 else 0), "attacked once, then carried"
+        assert [f.record_id for f in both.findings] == [twin]
+        assert [f.model_copy(update={"record_id": "a"}) for f in both.findings] == leaks
+        assert [(p.record_id, p.field) for p in both.problems] == [(twin, DUPLICATE_ID)]
+        assert "'a'" in both.problems[0].problem and "attacked too" in both.problems[0].problem
+    assert rescan(changed, before[1]).coverage.records_attacked == 1, "alone, the changed record is 'a' again"
     assert rescan(changed, before[1]).coverage.records_attacked == 0, "the state holds what was read last"
-    back = rescan(changed, before[1], before[0])
-    assert back.coverage.records_attacked == 1 and back.findings == []
-    first_wins = rescan(changed, before[0], before[1])  # attacked when first read: the repeat is skipped
-    assert first_wins.coverage.records_attacked == 1 and first_wins.findings == leaks
+    first_wins = rescan(changed, before[0], before[1])
+    assert [f.record_id for f in first_wins.findings] == ["a"] and first_wins.records_scanned == 3
+    assert [p.record_id for p in first_wins.problems] == [duplicate_id("a", record_digest(before[0]))]
 
 
 class Claims(Attack):

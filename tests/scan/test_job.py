@@ -87,6 +87,34 @@ def test_credentials_come_from_the_named_environment_variable_only(tmp_path: Pat
     assert code == 0 and "not set in this environment" in output and "TEST_VDBGUARD_KEY" in output
 
 
+@pytest.mark.parametrize(
+    ("store", "where", "expected"),
+    [
+        ('url = "http://127.0.0.1:1"\n[stores.credentials]\napi_key = "sk-inline-JobSecret01"', "stores[0].credentials",
+         "api_key must name an environment variable"),
+        ('url = "http://admin:Job/Secret02@127.0.0.1:1"', "stores[0].url", "the url holds credentials"),
+        ('url = "http://admin:Job@Secret03@127.0.0.1:1"', "stores[0].url", "the url holds credentials"),
+        ('url = "http://127.0.0.1:1/?api_key=JobSecret04"', "stores[0].url", "the url's query holds credentials"),
+        ('url = "http://127.0.0.1:1"\n[stores.options]\nheaders = {Authorization = "Bearer JobSecret05"}',
+         "stores[0].options", "option 'headers.Authorization' looks like a credential"),
+        ('url = "http://127.0.0.1:1"\n[stores.options]\nheaders = {X-Api-Key = "JobSecret06"}',
+         "stores[0].options", "option 'headers.X-Api-Key' looks like a credential"),
+    ],
+)
+def test_a_job_file_holds_no_secret_and_never_echoes_one(tmp_path: Path, store: str, where: str, expected: str) -> None:
+    """Inline secrets are refused by `config validate` and by `scan --config`, and neither shows the value."""
+    job = tmp_path / "job.toml"
+    job.write_text(f'[[stores]]\nconnector = "qdrant"\ncollections = ["c"]\n{store}\n')
+    secret = re.search(r"Secret\d\d", store)
+    assert secret is not None
+    for command in (("config", "validate", str(job)), ("scan", "--config", str(job))):
+        code, output = run(*command)
+        output = " ".join(output.split())  # the console wraps long lines
+        assert code == 2, output
+        assert re.search(rf"{re.escape(where)} \(line \d+\): {re.escape(expected)}", output), output
+        assert secret.group() not in output and "Traceback" not in output
+
+
 def _job(tmp_path: Path, store: Path, collection: str, extra: str = "") -> Path:
     job = tmp_path / "job.toml"
     job.write_text(

@@ -20,7 +20,6 @@ PLANTED = {
     "api key": "sk-live-4f9c2a7e1b3d5f60a8c9e2b4d6f8a0c1",
     "password": "Hunter2-Planted!",
 }
-URL_PASSWORD = "PlantedUrlPass9"
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +73,50 @@ def test_no_planted_value_in_any_report_state_or_log_line(
     assert outputs["report.csv"].startswith(b"# WARNING: unmasked PII") == show_pii
 
 
-def test_a_failing_connection_never_shows_the_url_password(tmp_path: Path) -> None:
-    url = f"http://admin:{URL_PASSWORD}@127.0.0.1:9/"
-    args = ["-v", "scan", "--connector", "chroma", "--url", url, "--collection", "tickets", "--out", str(tmp_path)]
+HOSTILE_URLS = {  # a password or query credential each, none of them allowed unencoded by RFC 3986
+    "slash and at": "http://admin:Pl/anted@Pa:ss9@127.0.0.1:9",
+    "percent-encoded": "http://admin:Pl%2FantedPct9@127.0.0.1:9",
+    "query string": "http://127.0.0.1:9/?api_key=PlantedQuery9&password=PlantedQuery8",
+    "non-ascii": "http://admin:Pläss/wörd9@127.0.0.1:9",
+}
+SECRET_PARTS = ("Pl/anted", "anted@Pa", "Pa:ss9", "ss9", "PlantedPct9", "Pl%2F", "PlantedQuery", "Pläss", "wörd9")
+SERVER_CONNECTORS = ["qdrant", "chroma", "weaviate", "milvus", "pinecone", "pgvector"]
+
+
+def _store_url(connector: str, url: str) -> str:
+    return url.replace("http", "postgresql").replace(":9", ":9/db") if connector == "pgvector" else url
+
+
+@pytest.mark.parametrize("connector", SERVER_CONNECTORS)
+def test_no_connector_error_shows_a_hostile_url_password(connector: str) -> None:
+    """Each server connector, given URLs whose passwords hold '/', '@', ':', '%2F', non-ASCII letters or whose
+    query carries credentials, fails with a clear error that shows none of it (before the CLI's own scrubbing)."""
+    from vdbguard.connectors import load_connector
+
+    from vdbguard.errors import VdbguardError
+
+    extra = {"api_key": "k"} if connector == "pinecone" else {}
+
+    def describe(url: str) -> None:
+        with load_connector(connector)(collection="t", url=_store_url(connector, url), **extra) as store:
+            store.describe()
+
+    for what, url in HOSTILE_URLS.items():
+        with pytest.raises(VdbguardError) as raised:
+            describe(url)
+        shown = f"{raised.value.message} {raised.value.hint}"
+        assert not [part for part in SECRET_PARTS if part in shown], (what, shown)
+        assert "127.0.0.1" in shown or "PostgreSQL URL" in shown, (what, shown)
+
+
+@pytest.mark.parametrize(("connector", "what"), [("chroma", "slash and at"), ("pgvector", "slash and at"),
+                                                 ("qdrant", "query string"), ("chroma", "non-ascii")])
+def test_a_failing_connection_never_shows_the_url_password(tmp_path: Path, connector: str, what: str) -> None:
+    url = _store_url(connector, HOSTILE_URLS[what])
+    args = ["-v", "scan", "--connector", connector, "--url", url, "--collection", "tickets", "--out", str(tmp_path)]
     result = subprocess.run(vdbguard_command(*args), env=cli_env(), capture_output=True, text=True)
     assert result.returncode == 2
-    assert URL_PASSWORD not in result.stdout + result.stderr
+    assert not [part for part in SECRET_PARTS if part in result.stdout + result.stderr], result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
 

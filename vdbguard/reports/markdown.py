@@ -1,8 +1,14 @@
-"""report.md: the same findings for people, most severe first."""
+"""report.md: the same findings for people, most severe first.
+
+Record ids, collection names, recovered words and most other values here come from the scanned store or the
+user, so a hostile store could write Markdown (or the raw HTML many renderers allow) into the report. Every
+such value goes through :func:`code_span` or :func:`escape_text`; only the template's own strings are Markdown.
+"""
 
 from __future__ import annotations
 
 import heapq
+import re
 from typing import ClassVar
 
 from vdbguard.reports.base import ReportWriter
@@ -10,8 +16,53 @@ from vdbguard.reports.schema import Report, Severity
 
 MAX_MARKDOWN_FINDINGS = 200
 
+# Characters Markdown (CommonMark, GFM, GitHub's math) may read as syntax anywhere in a line. `_` between two
+# letters or digits cannot start or end emphasis, so ``EMAIL_ADDRESS`` stays readable; `!`, `(` and `)` are inert
+# once `[` and `]` are escaped.
+_MARKDOWN_PUNCTUATION = re.compile(r"[\\`*\[\]<>&|~$]|_(?![^\W_])|(?<![^\W_])_")
+# Block markers that only count at the start of a line: heading, list, setext underline, ordered list.
+_LINE_START_MARKER = re.compile(r"^( *)(?:([-+=#])|(\d+)([.)]))")
+
+
+def visible(value: str) -> str:
+    """``value`` with every character that does not print (line breaks, tabs, NUL, U+2028, bidi controls)
+    written as its Python escape, ``\\n`` or ``\\u2028``: a line break in a value must not start a new
+    Markdown block, and a reader should see that it is there."""
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)
+
+
+def code_span(value: str) -> str:
+    """``value`` shown verbatim as a code span, where nothing is Markdown or HTML (not even a GitHub autolink).
+
+    A backslash cannot escape anything inside a code span, so the fence is one backtick longer than the
+    longest run of backticks in the value, padded with a space where the value starts or ends with a backtick
+    or a space (CommonMark strips one such space from each end). Inside a table, :func:`_table` escapes `|`.
+    """
+    shown = visible(value)
+    if not shown:
+        return '""'
+    fence = "`" * (max(map(len, re.findall("`+", shown)), default=0) + 1)
+    needs_padding = shown[0] == "`" or shown[-1] == "`" or (shown[0] == shown[-1] == " " and not shown.isspace())
+    pad = " " if needs_padding else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def escape_text(value: str) -> str:
+    """``value`` as plain Markdown text that reads as itself: for prose such as a problem description, where a
+    code span would be noise. Values a store names (ids, locations, recovered words) go in :func:`code_span`:
+    GitHub turns a bare URL or e-mail address in plain text into a link, which no escape prevents."""
+    escaped = _MARKDOWN_PUNCTUATION.sub(lambda m: "\\" + m.group(), visible(value))
+    return _LINE_START_MARKER.sub(
+        lambda m: m.group(1) + (f"\\{m.group(2)}" if m.group(2) else f"{m.group(3)}\\{m.group(4)}"), escaped
+    )
+
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GFM table of cells already made safe by :func:`code_span` or :func:`escape_text`. GFM splits a row
+    into cells before anything else, even inside code spans, and takes exactly one backslash off an escaped `|`,
+    so every `|` gets one more here."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
@@ -20,10 +71,10 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown(report: Report) -> str:
     s, t = report.summary, report.target
     lines = [
-        f"# vdbguard scan: `{t.collection}` ({t.connector})",
+        f"# vdbguard scan: {code_span(t.collection)} ({escape_text(t.connector)})",
         "",
-        f"Scanned {s.records_scanned} records at `{t.location}` on {report.created_at:%Y-%m-%d %H:%M} UTC "
-        f"with embedder `{report.embedder.name}` ({report.embedder.dimension}-d). "
+        f"Scanned {s.records_scanned} records at {code_span(t.location)} on {report.created_at:%Y-%m-%d %H:%M} UTC "
+        f"with embedder {code_span(report.embedder.name)} ({report.embedder.dimension}-d). "
         f"**{s.records_flagged} records leak PII** through their vectors; {s.records_skipped} were skipped.",
         "",
     ]
@@ -38,7 +89,7 @@ def render_markdown(report: Report) -> str:
         [[sev.value, str(s.by_severity.get(sev.value, 0))] for sev in reversed(Severity)],
     )
     lines += [""]
-    lines += _table(["PII type", "records"], [[k, str(v)] for k, v in sorted(s.by_pii_type.items())])
+    lines += _table(["PII type", "records"], [[escape_text(k), str(v)] for k, v in sorted(s.by_pii_type.items())])
     if s.records_with_source_text:
         lines += [
             "",
@@ -51,7 +102,12 @@ def render_markdown(report: Report) -> str:
     lines += _table(
         ["attack", "what it does", "threshold", "held-out quality"],
         [
-            [a.name, a.description, f"{a.threshold:.2f}", ", ".join(f"{k}={v}" for k, v in a.metrics.items())]
+            [
+                escape_text(a.name),
+                escape_text(a.description),
+                f"{a.threshold:.2f}",
+                ", ".join(f"{escape_text(k)}={v}" for k, v in a.metrics.items()),
+            ]
             for a in report.attacks
         ],
     )
@@ -66,34 +122,39 @@ def render_markdown(report: Report) -> str:
     rows = []
     for finding in most_severe:
         evidence = "; ".join(
-            f"{e.attack}: {e.pii_type} {e.score:.2f}≥{e.threshold:.2f}" + (f" `{e.recovered}`" if e.recovered else "")
+            f"{escape_text(e.attack)}: {escape_text(e.pii_type)} {e.score:.2f}≥{e.threshold:.2f}"
+            + (f" {code_span(e.recovered)}" if e.recovered else "")
             for e in finding.evidence
         )
         evidence += "".join(
-            f"; {a.attack}: {a.attribute} `{a.value}` {a.probability:.2f}≥{a.threshold:.2f}"
+            f"; {escape_text(a.attack)}: {escape_text(a.attribute)} {code_span(a.value)} "
+            f"{a.probability:.2f}≥{a.threshold:.2f}"
             for a in finding.inferred_attributes
         )
         confirmed = (
             "n/a"
             if finding.confirmed_by_source is None
-            else ", ".join(f"{k}:{'yes' if v else 'no'}" for k, v in finding.confirmed_by_source.items())
+            else ", ".join(f"{escape_text(k)}:{'yes' if v else 'no'}" for k, v in finding.confirmed_by_source.items())
         )
         rows.append(
             [
-                f"`{finding.record_id}`",
+                code_span(finding.record_id),
                 finding.severity.value,
-                ", ".join(finding.pii_types),
+                ", ".join(map(escape_text, finding.pii_types)),
                 evidence,
-                " ".join(finding.recovered_words[:8]),
+                " ".join(map(code_span, finding.recovered_words[:8])),
                 confirmed,
             ]
         )
     lines += _table(["record", "severity", "PII", "evidence", "recovered words", "in stored text"], rows)
     if report.record_problems:
-        lines += ["", f"## Records skipped ({len(report.record_problems)})", ""]
+        lines += ["", f"## Record problems ({len(report.record_problems)})", ""]
         lines += _table(
             ["record", "field", "problem"],
-            [[f"`{p.record_id}`", p.field, p.problem] for p in report.record_problems[:MAX_MARKDOWN_FINDINGS]],
+            [
+                [code_span(p.record_id), code_span(p.field), escape_text(p.problem)]
+                for p in report.record_problems[:MAX_MARKDOWN_FINDINGS]
+            ],
         )
     lines += [
         "",
@@ -131,8 +192,8 @@ def _coverage(report: Report) -> list[str]:
     if c.deep_attacks:
         lines += [
             "",
-            f"Deep tier ({', '.join(c.deep_attacks)}): {c.deep_records} records, {c.deep_flagged_covered} of the "
-            f"{c.deep_flagged_by_fast} due"
+            f"Deep tier ({', '.join(map(escape_text, c.deep_attacks))}): {c.deep_records} records, "
+            f"{c.deep_flagged_covered} of the {c.deep_flagged_by_fast} due"
             + (" — the budget ran out; the next run goes on." if c.deep_budget_exhausted else "."),
         ]
     if c.findings_resolved or c.findings_suppressed:
@@ -163,7 +224,9 @@ def _quality(report: Report) -> list[str]:
     lines: list[str] = []
     c = report.calibration
     if c is not None:
-        source = f"reused from `{c.loaded_from}`" if c.loaded_from else f"fitted on {c.records_labelled} records"
+        source = (
+            f"reused from {code_span(c.loaded_from)}" if c.loaded_from else f"fitted on {c.records_labelled} records"
+        )
         lines += [
             "",
             "## Owner-side calibration",
@@ -174,7 +237,7 @@ def _quality(report: Report) -> list[str]:
             "labels, so no better than the detector).",
         ]
         if c.aligned_to:
-            lines += [f"Attacks ran aligned into `{c.aligned_to}` (held-out cosine {c.alignment_cosine})."]
+            lines += [f"Attacks ran aligned into {code_span(c.aligned_to)} (held-out cosine {c.alignment_cosine})."]
     if report.expected_quality:
         lines += [
             "",
@@ -185,7 +248,10 @@ def _quality(report: Report) -> list[str]:
         ]
         lines += _table(
             ["text", "recall", "false positives"],
-            [[q.source, f"{q.recall:.0%}", f"{q.false_positive_rate:.1%}"] for q in report.expected_quality],
+            [
+                [escape_text(q.source), f"{q.recall:.0%}", f"{q.false_positive_rate:.1%}"]
+                for q in report.expected_quality
+            ],
         )
     return lines
 

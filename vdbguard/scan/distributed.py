@@ -37,6 +37,8 @@ from vdbguard.scan.engine import (
     finish_run,
     freeze_long_lived,
     plan,
+    rekey_duplicates,
+    resumable_failures,
 )
 from vdbguard.scan.state import RecordRow, ScanStore
 
@@ -84,8 +86,7 @@ def scan_on_ray(
             logging_level=logging.WARNING,
         )
     try:
-        with ScanStore(state_path) as store:
-            run = store.begin(target, key, connector.content_version())
+        with ScanStore(state_path) as store, resumable_failures(store, target, key, connector) as run:
             if (carried := carried_unread(run, progress, total, sample, None)) is not None:
                 return carried
             shares = connector.partitions(executor.shares(total))
@@ -111,6 +112,8 @@ def scan_on_ray(
                 started, first, after_first = time.monotonic(), None, 0
                 for page in outcomes.iter_batches(batch_size=None, batch_format="numpy"):
                     rows, carried = _outcomes(page)
+                    run.note_carried(carried)
+                    rekey_duplicates(run, rows)
                     run.commit_batch(None, rows, carried)
                     advance(len(page["id"]))
                     if first is None:

@@ -8,6 +8,7 @@ re-scan attacks only records that are new or changed since the last run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import logging
@@ -42,7 +43,7 @@ from vdbguard.reports.schema import (
 )
 from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.read_ahead import read_ahead
-from vdbguard.scan.state import RecordRow, Run, ScanStore, verdict_key
+from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, StateFileError, verdict_key
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
@@ -384,12 +385,18 @@ class _BatchRun:
     def scan_batch(self, batch: Batch) -> None:
         ids, digests = batch.ids, batch.digests()
         seen = self.run.lookup(ids, digests)
+        keys, duplicates = _keys_with_duplicates(ids, digests, seen.held)
+        if duplicates:
+            more = self.run.lookup([keys[i] for i in duplicates], [digests[i] for i in duplicates])
+            seen.held.update(more.held)
+            seen.judged.update(more.judged)
+            seen.deep_pending.update(more.deep_pending)
         fresh, carried, unsampled = [], [], []
-        for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
+        for row, (record_id, digest) in enumerate(zip(keys, digests, strict=True)):
             current = seen.judged.get(record_id) == digest and not (
                 record_id in seen.deep_pending and self._deep_budget_left()  # attacked again, for the deep tier
             )
-            committed = record_id in seen.committed
+            committed = record_id in seen.held
             kind = classify(record_id, committed=committed, current=current, run_id=self.run.id, sample=self.sample)
             if kind == CARRIED:
                 carried.append(record_id)
@@ -398,7 +405,12 @@ class _BatchRun:
             elif kind == FRESH:
                 fresh.append(row)
         records = batch.take(fresh)  # built only for the rows to attack
+        records = [
+            record if record.id == keys[row] else dataclasses.replace(record, id=keys[row])
+            for row, record in zip(fresh, records, strict=True)
+        ]
         rows = self.scanner.attack_records(records, [digests[i] for i in fresh]) if fresh else []
+        name_duplicates(rows, {keys[i]: ids[i] for i in duplicates})
         self.attacked += len(fresh)
         if self.deep is not None:
             self._deep(records, rows)
@@ -505,6 +517,54 @@ def record_fraction(record_id: str, salt: int) -> float:
 FRESH, CARRIED, UNSAMPLED = "fresh", "carried", "unsampled"
 
 
+def duplicate_id(record_id: str, digest: bytes) -> str:
+    """The id a second record under ``record_id`` (another vector, payload or text) is judged and reported by:
+    stable while that record stays as it is, so a re-scan carries its verdict over."""
+    return f"{record_id}#dup-{digest[:4].hex()}"
+
+
+def _keys_with_duplicates(
+    ids: Sequence[str], digests: Sequence[bytes], held: Mapping[str, bytes | None]
+) -> tuple[list[str], list[int]]:
+    """The id each row is judged by, and the rows that are a second record under an id: one the run already took
+    (``held``: with the digest it took), or that came earlier in this page, with other content."""
+    keys, duplicates, first = list(ids), [], {}
+    for row, (record_id, digest) in enumerate(zip(ids, digests, strict=True)):
+        taken = held[record_id] if record_id in held else first.get(record_id)
+        if taken is not None and taken != digest:
+            keys[row] = duplicate_id(record_id, digest)
+            duplicates.append(row)
+        else:
+            first.setdefault(record_id, digest)
+    return keys, duplicates
+
+
+def rekey_duplicates(run: Run, rows: Sequence[RecordRow]) -> None:
+    """For an executor that attacks before the state is asked: rows that turn out to be a second record under an
+    id this run already took are given their own id (``duplicate_id``) and named."""
+    attacked = [row for row in rows if row.digest is not None]
+    ids, digests = [row.record_id for row in attacked], [row.digest or b"" for row in attacked]
+    keys, duplicates = _keys_with_duplicates(ids, digests, run.lookup(ids, digests).held)
+    for i in duplicates:
+        row = attacked[i]
+        row.record_id = keys[i]
+        if row.finding is not None:
+            row.finding = row.finding.model_copy(update={"record_id": keys[i]})
+    name_duplicates(attacked, {keys[i]: ids[i] for i in duplicates})
+
+
+def name_duplicates(rows: Sequence[RecordRow], originals: Mapping[str, str]) -> None:
+    """Say of each attacked record held under another record's id (``originals``: its key -> that id) what it is."""
+    for row in rows:
+        if row.record_id in originals and row.problem is None:
+            row.problem = RecordProblem(
+                record_id=row.record_id,
+                field=DUPLICATE_ID,
+                problem=f"the store holds another record under the id {originals[row.record_id]!r} with a different "
+                f"vector, payload or text: this one was attacked too, and is reported as {row.record_id!r}",
+            )
+
+
 def classify(record_id: str, *, committed: bool, current: bool, run_id: int, sample: float) -> str | None:
     """What a scan does with one row it read, the same in every executor: nothing when this run already
     attacked it (a duplicate id, or a page the store served twice), carry a current verdict, leave out a
@@ -572,8 +632,7 @@ def scan_incrementally(
         return scanner
 
     try:
-        with ScanStore(state_path) as store:
-            run = store.begin(target, key, connector.content_version())
+        with ScanStore(state_path) as store, resumable_failures(store, target, key, connector) as run:
             if (carried := carried_unread(run, progress, total, sample, deep)) is not None:
                 return carried
             batch_run = _BatchRun(build_between_pages, run, sample, deep)
@@ -590,6 +649,20 @@ def scan_incrementally(
     finally:
         if froze:
             gc.unfreeze()
+
+
+@contextlib.contextmanager
+def resumable_failures(store: ScanStore, target: str, key: str, connector: Connector) -> Iterator[Run]:
+    """The run begun for this scan; an error that stops it once it has committed records says it is resumable."""
+    run = store.begin(target, key, connector.content_version())
+    try:
+        yield run
+    except StateFileError:
+        raise  # the same command meets the same file again
+    except VdbguardError as exc:
+        with contextlib.suppress(Exception):  # the state itself may be what failed
+            exc.resumable = run.count() > 0
+        raise
 
 
 def freeze_long_lived() -> bool:

@@ -8,34 +8,64 @@ connector's cursor: a run killed at any moment resumes after the last committed 
 record's row names the run that counted it, nothing is skipped or counted twice.
 
 Without a state file the same code runs on a temporary database, so every scan takes one path.
+
+The file names itself in its header (``PRAGMA application_id`` "vdbg", ``user_version`` the schema): a file
+vdbguard did not make (the audited store's own database, say) is refused before a byte of it or beside it is
+written. Damage is named (``DamagedStateError``) on open by SQLite's quick check, or when a damaged row is read
+back, and never shown: rows hold record ids and evidence.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, NoReturn, TypeVar, cast
 
 import numpy as np
 
 from vdbguard.cache import ScratchDir
 from vdbguard.errors import VdbguardError
+from vdbguard.reports.loading import SQLITE_HEADER
 from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
 from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
 
 log = logging.getLogger(__name__)
 
-STATE_SCHEMA = 2
+STATE_SCHEMA = 2  # also the file's PRAGMA user_version
+APPLICATION_ID = int.from_bytes(b"vdbg", "big")  # the file's PRAGMA application_id: header bytes 68-71
 LOOKUP_CHUNK = 500  # ids per statement: under SQLite's oldest bound of 999 variables
+_HEADER_SIZE = 100  # SQLite's database header; user_version is at bytes 60-63, application_id at 68-71
+_STATE_TABLES = frozenset({"meta", "runs", "records", "carried"})
+_FIRST_STATE_TABLES = frozenset({"meta", "runs", "records"})  # an earlier vdbguard's state may lack ``carried``
+# SQLite's result codes for a disk, file or lock that refuses (sqlite3.Error.sqlite_errorname); any other error
+# met in a vdbguard state means its bytes are damaged
+_STORAGE_FAILURES = (
+    "SQLITE_IOERR",
+    "SQLITE_FULL",
+    "SQLITE_CANTOPEN",
+    "SQLITE_READONLY",
+    "SQLITE_BUSY",
+    "SQLITE_LOCKED",
+    "SQLITE_PERM",
+    "SQLITE_NOLFS",
+    "SQLITE_PROTOCOL",
+)
+# what a damaged row raises when it is read back: SQLite's errors (a decode error quotes the row), a JSON or
+# pydantic error (which quotes it too), or a value of another type than vdbguard wrote
+_DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError)
+
+Kind = Literal["new", "ours", "older"]
+Method = TypeVar("Method", bound=Callable[..., Any])
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -106,13 +136,17 @@ def verdict_key(settings: dict[str, Any]) -> str:
 
 
 class Seen(NamedTuple):
-    """What the state knows about a page's records: those this run already attacked (the ones it carried over are
-    listed apart until it ends), the digest each other one had when its verdict (under this run's key) was made, and
-    those of them still waiting for the deep tier."""
+    """What the state knows about a page's records: those this run already took (attacked, or carried over as the
+    run's index found them), each with the digest it took; the digest each other one had when its verdict (under
+    this run's key) was made; and those of them still waiting for the deep tier."""
 
-    committed: set[str]
+    held: dict[str, bytes | None]
     judged: dict[str, bytes | None]
     deep_pending: set[str]
+
+
+DUPLICATE_ID = "duplicate id"  # the field of a record problem that names a second record under one id: not skipped
+TAKEN_CHANGED = b"changed"  # equal to no digest: what Seen.held says of an id the run took with another digest
 
 
 class CurrentDigests:
@@ -143,20 +177,41 @@ class CurrentDigests:
         order = np.argsort(hashes[:end], kind="stable")
         self.hashes, self.digests = hashes[order], digests[order]
         self.served = np.zeros(len(order), dtype=bool)
+        self.carried = np.zeros(len(order), dtype=bool)  # served with the digest indexed: carried over
+        self.changed = np.zeros(len(order), dtype=bool)  # served first with another digest: attacked under the id
         held = db.execute("SELECT COUNT(*) FROM records WHERE target = ? AND run_id != ?", (target, run_id))
         self.holds_all = held.fetchone()[0] == len(order)
 
-    def current(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> np.ndarray:
-        """Which of these records, with these 16-byte digests, have a current verdict for sure."""
+    def current(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> tuple[np.ndarray, dict[str, bytes]]:
+        """Which of these records, with these 16-byte digests, have a current verdict for sure; and those this run
+        already took under the same id as another record (one id held by two), with what it took: the digest it
+        carried over, or ``TAKEN_CHANGED`` where it took the id changed (to attack it)."""
         joined = b"".join(digests)
         if not len(self.hashes) or len(joined) != 16 * len(record_ids):
-            return np.zeros(len(record_ids), dtype=bool)
+            return np.zeros(len(record_ids), dtype=bool), {}
         wanted = np.fromiter((hash(record_id) for record_id in record_ids), np.int64, len(record_ids))
         at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
         page = np.frombuffer(joined, np.uint64).reshape(-1, 2)
         known = self.hashes[at] == wanted
         self.served[at[known]] = True
-        return known & (self.digests[at] == page).all(axis=1)
+        same = known & (self.digests[at] == page).all(axis=1)
+        hits = same & ~self.changed[at]
+        taken = {record_ids[i]: TAKEN_CHANGED for i in np.flatnonzero(same & self.changed[at])}
+        carried_other = np.flatnonzero(known & ~same & self.carried[at])
+        taken |= {record_ids[i]: self.digests[at[i]].tobytes() for i in carried_other}
+        self.carried[at[hits]] = True
+        self.changed[at[known & ~same & ~self.carried[at]]] = True
+        return hits, taken
+
+    def note_carried(self, record_ids: Sequence[str]) -> None:
+        """These ids were carried over as indexed (by an executor that classified them elsewhere)."""
+        if not len(self.hashes) or not record_ids:
+            return
+        wanted = np.fromiter((hash(record_id) for record_id in record_ids), np.int64, len(record_ids))
+        at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
+        known = at[self.hashes[at] == wanted]
+        self.served[known] = True
+        self.carried[known] = True
 
     def every_record_served(self) -> bool:
         """Whether the run began with every record of the target indexed here and was served each of them since."""
@@ -176,6 +231,76 @@ class RecordRow:
     deep_wanted: bool = False
     finding: Finding | None = None
     problem: RecordProblem | None = None
+
+
+class StateFileError(VdbguardError):
+    """A state file vdbguard will not use as it is. Running the same command again meets the same file, so
+    unlike other failures of a scan with --state it resumes nothing, however many records the run had committed."""
+
+
+class NotAStateError(StateFileError):
+    """The file is not one vdbguard made. It was read, never written: no byte, mode, lock or journal changed."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(
+            f"{path} is not a vdbguard state file: {why}",
+            "pass a new --state path and vdbguard makes that file (it never writes into a file it did not make); "
+            "a JSON --state file from vdbguard < 0.2 cannot be reused: delete it",
+        )
+        self.path = path
+
+
+class DamagedStateError(StateFileError):
+    """The state is vdbguard's but its bytes are damaged. The message says what was found and in which table,
+    never a row's content: rows hold record ids and evidence, which may be personal data."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(
+            f"the state file {path} is damaged: {what}",
+            "move it aside to start afresh (the next scan attacks every record again); the findings of its last "
+            "finished scan are in the report files that scan wrote",
+        )
+        self.path = path
+
+
+def _identify(path: Path) -> Kind:
+    """Whose file ``path`` is, found without writing a byte or making a file beside it, so that another program's
+    database (the very store being audited, say) is refused before SQLite would switch it to WAL, add tables,
+    or leave a lock or journal next to it. ``older``: a state an earlier vdbguard made, without the mark."""
+    if not path.exists():
+        return "new"
+    if not path.is_file():  # a FIFO would block the read below
+        raise NotAStateError(path, "it is a folder" if path.is_dir() else "it is not a regular file")
+    with path.open("rb") as file:
+        header = file.read(_HEADER_SIZE)
+    if not header:
+        return "new"
+    if len(header) < _HEADER_SIZE or not header.startswith(SQLITE_HEADER):
+        raise NotAStateError(path, "it is not an SQLite database")
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id == APPLICATION_ID:
+        return "ours"
+    if application_id:
+        raise NotAStateError(path, f"it is another program's SQLite database (application id {application_id:#x})")
+    if int.from_bytes(header[60:64], "big") == 0 and _holds_an_older_state(path):
+        return "older"
+    raise NotAStateError(path, "it is an SQLite database that vdbguard did not make")
+
+
+def _holds_an_older_state(path: Path) -> bool:
+    """Whether an SQLite file without vdbguard's application id is a state an earlier vdbguard made: only the
+    state's tables, and the schema note in ``meta``. Opened immutable, SQLite takes no lock and makes no -wal or
+    -shm file, and reads the main file alone: a state whose first run never closed keeps its tables in its WAL
+    and is not recognised (the user then starts a new one)."""
+    uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not _FIRST_STATE_TABLES <= tables <= _STATE_TABLES:
+                return False
+            return db.execute("SELECT 1 FROM meta WHERE key = 'schema'").fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 def _create_owner_only(path: Path) -> None:
@@ -211,7 +336,7 @@ def _make_owner_only(path: Path) -> None:
             file.chmod(0o600)
 
 
-def storage_error(path: Path, exc: sqlite3.OperationalError | OSError) -> VdbguardError:
+def storage_error(path: Path, exc: sqlite3.Error | OSError) -> VdbguardError:
     """What the user can do when SQLite cannot read or write the state file (full disk, read-only folder, another
     run holding it); the file keeps its last committed batch either way."""
     if "locked" in str(exc):
@@ -223,6 +348,83 @@ def storage_error(path: Path, exc: sqlite3.OperationalError | OSError) -> Vdbgua
         "free disk space or make its folder writable, then run the same command again: the file keeps every "
         "batch committed before the failure",
     )
+
+
+def _is_storage_failure(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) or str(getattr(exc, "sqlite_errorname", "")).startswith(_STORAGE_FAILURES)
+
+
+def _what_is_damaged(exc: BaseException, table: str | None) -> str:
+    """What was wrong, in words that cannot carry a row's content: SQLite's own messages name pages, tables and
+    columns only, but a decode, JSON or validation error quotes the value it could not read."""
+    where = f" in the {table} table" if table else ""
+    if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorname", None):
+        return f'SQLite reports "{exc}"{where}'
+    if isinstance(exc, UnicodeError | sqlite3.OperationalError):  # Python's sqlite3 could not decode a text value
+        return f"a value{where} is not UTF-8 text"
+    if isinstance(exc, TypeError):
+        return f"a value{where} is not of the type vdbguard wrote"
+    return f"a row{where} does not read back as what vdbguard wrote"
+
+
+def _raise_named(path: Path, exc: BaseException, table: str | None = None) -> NoReturn:
+    """Raise the named error for ``exc``, met reading or writing the state. A damaged row's own exception is
+    dropped from the chain (``from None``): it quotes the row."""
+    if isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError):
+        raise exc  # vdbguard's mistake, not the file's
+    if _is_storage_failure(exc):
+        raise storage_error(path, cast(sqlite3.Error | OSError, exc)) from exc
+    raise DamagedStateError(path, _what_is_damaged(exc, table)) from None
+
+
+def _reads(table: str) -> Callable[[Method], Method]:
+    """A method that reads ``table`` raises a damaged row as DamagedStateError (or a storage failure as the
+    storage error), wherever in the file the damage is."""
+
+    def decorate(method: Method) -> Method:
+        @functools.wraps(method)
+        def reading(self: ScanStore | Run, *args: Any, **kwargs: Any) -> Any:
+            with _damage_named(self.path, table):
+                return method(self, *args, **kwargs)
+
+        return cast(Method, reading)
+
+    return decorate
+
+
+@contextlib.contextmanager
+def _damage_named(path: Path, table: str) -> Iterator[None]:
+    """Within a method that reads several tables: the one a damaged row was read from."""
+    try:
+        yield
+    except _DAMAGE as exc:
+        _raise_named(path, exc, table)
+
+
+class _StateFindings(FindingSpool):
+    """Findings spooled from the state, validated only when read back (a report writer streams them): a finding
+    row damaged on disk is named there like any other damage."""
+
+    def __init__(self, path: Path, lines: Iterable[str]) -> None:
+        self.path = path
+        super().__init__(lines)
+
+    def __iter__(self) -> Iterator[Finding]:
+        try:
+            yield from super().__iter__()
+        except ValueError as exc:
+            _raise_named(self.path, exc, "records")
+
+
+_QUICK_CHECKED: dict[tuple[int, int], tuple[int, int, int]] = {}  # (device, inode): (size, mtime, ctime) at close
+
+
+def _file_version(path: Path) -> tuple[tuple[int, int], tuple[int, int, int]] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 class ScanStore:
@@ -244,41 +446,66 @@ class ScanStore:
 
     def _open(self, path: Path) -> None:
         try:
+            kind = _identify(path)  # before the lock file, the mode or SQLite touch anything
             self._lock = None if self._tmp is not None else _hold_lock(path)
             _create_owner_only(path)
             self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self._check_schema()
+            try:
+                if kind != "new":
+                    self._quick_check()
+                self._check_schema(kind)
+            except BaseException:
+                self.db.close()  # a refused state keeps no -wal or -shm file beside it
+                raise
             _make_owner_only(path)
-        except (sqlite3.OperationalError, OSError) as exc:
-            raise storage_error(path, exc) from exc
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged header can name another encoding
-            raise VdbguardError(
-                f"{path} is not a vdbguard state file ({exc})",
-                "pass another state path; a JSON --state file from vdbguard < 0.2 cannot be reused: delete it",
-            ) from exc
+        except (*_DAMAGE, OSError) as exc:
+            _raise_named(path, exc)
+
+    def _quick_check(self) -> None:
+        """Name damage in the file's structure (a zeroed page, a torn write) before a batch is written over it or
+        a row read from it. Once per process for a file this process closed unchanged since: a scan opens its
+        state up to four times, and the check reads every page (0.13 s for a million records)."""
+        identity, version = _file_version(self.path) or (None, None)
+        if identity is not None and _QUICK_CHECKED.get(identity) == version:
+            return
+        problems = [problem for (problem,) in self.db.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            found = "; ".join(" ".join(problem.replace("*** in database main ***", "").split()) for problem in problems)
+            raise DamagedStateError(self.path, f"SQLite's quick_check found {found}")
 
     def _unlock(self) -> None:
         if self._lock is not None:
             os.close(self._lock)  # releases the flock
             self._lock = None
 
-    def _check_schema(self) -> None:
+    def _check_schema(self, kind: Kind) -> None:
+        """Check the schema version, mark a new or earlier vdbguard's file as a state before anything else is
+        written to it, then bring its tables up to date."""
+        application_id = self.db.execute("PRAGMA application_id").fetchone()[0]
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        claim = application_id != APPLICATION_ID  # a new file, or an earlier vdbguard's state
+        if claim:
+            version = STATE_SCHEMA
+            if kind == "older":
+                version = int(self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
+        if version != STATE_SCHEMA:
+            raise StateFileError(
+                f"state file {self.path} has schema {version}, this vdbguard writes {STATE_SCHEMA}",
+                "use a new state file (the old one's findings are in its last report)",
+            )
+        if claim:  # in the main file itself while it is new: WAL mode comes after
+            with self._transaction() as db:
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version = {STATE_SCHEMA}")
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
         columns = {column for _, column, *_ in self.db.execute("PRAGMA table_info(runs)")}
         if "content_version" not in columns:
             self.db.execute("ALTER TABLE runs ADD COLUMN content_version TEXT")  # files from before it
         if "settled" not in columns:
             self.db.execute("ALTER TABLE runs ADD COLUMN settled INTEGER NOT NULL DEFAULT 0")
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(STATE_SCHEMA),))
-        elif int(row[0]) != STATE_SCHEMA:
-            raise VdbguardError(
-                f"state file {self.path} has schema {row[0]}, this vdbguard writes {STATE_SCHEMA}",
-                "use a new state file (the old one's findings are in its last report)",
-            )
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(STATE_SCHEMA),))  # read by older ones
 
     def __enter__(self) -> ScanStore:
         return self
@@ -291,6 +518,9 @@ class ScanStore:
         self._unlock()
         if self._tmp is not None:
             self._tmp.drop()
+        elif (closed := _file_version(self.path)) is not None:  # it passed the check on open; only we wrote since
+            identity, version = closed
+            _QUICK_CHECKED[identity] = version
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -304,10 +534,10 @@ class ScanStore:
                     self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
-            raise storage_error(self.path, exc) from exc
+            _raise_named(self.path, exc)
 
     def save_report(self, report: Report, hidden: dict[str, list[str]] | None = None) -> None:
         """Keep the finished run's report header (findings stay in the records table, never twice), so
@@ -322,6 +552,7 @@ class ScanStore:
                 (header.model_dump_json(), json.dumps(hidden or {}), target),
             )
 
+    @_reads("runs")
     def latest_report(self, target: str, *, with_findings: bool = False) -> Report | None:
         """The last finished run's report; its header only unless ``with_findings``."""
         row = self.db.execute(
@@ -341,12 +572,13 @@ class ScanStore:
         )
         open_types = json.loads(hidden or "{}")
         spool, problems = FindingSpool(), []
-        for finding, problem in rows:
-            kept = None if finding is None else restrict(Finding.model_validate_json(finding), open_types)
-            if kept is not None:
-                spool.append(kept)
-            if problem is not None:
-                problems.append(RecordProblem.model_validate_json(problem))
+        with _damage_named(self.path, "records"):
+            for finding, problem in rows:
+                kept = None if finding is None else restrict(Finding.model_validate_json(finding), open_types)
+                if kept is not None:
+                    spool.append(kept)
+                if problem is not None:
+                    problems.append(RecordProblem.model_validate_json(problem))
         report = report.model_copy(update={"record_problems": problems})
         return (
             report.spooled(spool)
@@ -354,6 +586,7 @@ class ScanStore:
             else report.model_copy(update={"findings": list(spool)})
         )
 
+    @_reads("runs")
     def report_of_content(self, content_version: str) -> Report | None:
         """The header of the last finished run's report that read this content version, if any."""
         row = self.db.execute(
@@ -362,11 +595,13 @@ class ScanStore:
         ).fetchone()
         return None if row is None else Report.model_validate_json(row[0])
 
+    @_reads("runs")
     def latest_reports(self) -> list[Report]:
         """The last finished run's report of every target in this state file, findings included."""
         targets = [t for (t,) in self.db.execute("SELECT DISTINCT target FROM runs WHERE report IS NOT NULL")]
         return [r for t in sorted(targets) if (r := self.latest_report(t, with_findings=True)) is not None]
 
+    @_reads("runs")
     def begin(self, target: str, key: str, content_version: str | None = None) -> Run:
         """Resume this target's unfinished run if it has the same verdict key; otherwise start a new run.
 
@@ -398,7 +633,7 @@ class Run:
     """One run over one target: look records up, commit batches, finish, read the outcome."""
 
     def __init__(self, store: ScanStore, target: str, key: str, run_id: int, cursor: str | None, resumed: bool):
-        self.store, self.db = store, store.db
+        self.store, self.db, self.path = store, store.db, store.path
         self.target, self.key, self.id = target, key, run_id
         self.cursor, self.resumed = cursor, resumed
         self.deep_records, self.deep_seconds, self.deep_exhausted, self.settled = self._so_far()
@@ -417,15 +652,22 @@ class Run:
             return "target = ?", (self.target,)
         return "target = ? AND run_id = ?", (self.target, self.id)
 
-    def lookup(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> Seen:
-        """What the state knows of these records, served with these digests. A record whose verdict was current
-        when the run began and that comes unchanged is taken as current without asking whether this run
-        attacked it since: only a store that serves an id twice, changed and then as it was, makes a difference,
-        and that record is then carried with the verdict of the run's attack; the next run sees it changed."""
+    def note_carried(self, record_ids: Sequence[str]) -> None:
+        """Ids another process found current and carried over: a record under the same id later is a second one."""
+        self._index().note_carried(record_ids)
+
+    def _index(self) -> CurrentDigests:
         if self._current is None:
             self._current = CurrentDigests(self.db, self.target, self.key, self.id)
-        hits = self._current.current(record_ids, digests)
-        seen = Seen(set(), {r: d for r, d, hit in zip(record_ids, digests, hits, strict=True) if hit}, set())
+        return self._current
+
+    @_reads("records")
+    def lookup(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> Seen:
+        """What the state knows of these records, served with these digests. A record whose verdict was current
+        when the run began and that comes unchanged is taken as current without asking the file, unless the run's
+        index saw the id come changed before (then the run already took the id: ``Seen.held``)."""
+        hits, taken = self._index().current(record_ids, digests)
+        seen = Seen(taken, {r: d for r, d, hit in zip(record_ids, digests, hits, strict=True) if hit}, set())
         record_ids = [record_id for record_id, hit in zip(record_ids, hits, strict=True) if not hit]
         for start in range(0, len(record_ids), LOOKUP_CHUNK):
             chunk = list(record_ids[start : start + LOOKUP_CHUNK])
@@ -437,13 +679,14 @@ class Run:
             )
             for record_id, digest, same_key, committed, pending in rows:
                 if committed:
-                    seen.committed.add(record_id)
-                elif same_key:
+                    seen.held[record_id] = digest
+                elif same_key and record_id not in seen.held:
                     seen.judged[record_id] = digest
                     if pending:
                         seen.deep_pending.add(record_id)
         return seen
 
+    @_reads("records")
     def carry_unchanged(self) -> bool:
         """Carry every record over without reading the store, when nothing a re-scan reads could differ: the
         store names the content version the last finished run read, and every record's verdict is current under
@@ -472,6 +715,7 @@ class Run:
         log.info("%s: the content the last run read, every verdict carried over unread", self.target)
         return True
 
+    @_reads("records")
     def verdicts(self) -> tuple[dict[str, bytes | None], set[str]]:
         """For a distributed scan's readers: the digest of each record whose verdict is current under this
         run's key, and the records this run already committed (a resumed run skips them)."""
@@ -558,19 +802,23 @@ class Run:
             )
         )
 
+    @_reads("records")
     def findings(self) -> list[Finding] | FindingSpool:
         """This run's findings in record-id order: a plain list when there are few, else a spool on disk."""
-        spool = FindingSpool(self._rows("finding"))
+        spool = _StateFindings(self.store.path, self._rows("finding"))
         return list(spool) if len(spool) <= IN_MEMORY_FINDINGS else spool
 
+    @_reads("records")
     def problems(self) -> list[RecordProblem]:
         return [RecordProblem.model_validate_json(p) for p in self._rows("problem")]
 
+    @_reads("records")
     def count(self) -> int:
         """The records this run has committed so far, carried over or attacked."""
         carried = self.db.execute("SELECT COUNT(*) FROM carried WHERE run_id = ?", (self.id,)).fetchone()[0]
         return self.count_each("1")[0] + int(carried)
 
+    @_reads("records")
     def count_each(self, *conditions: str) -> list[int]:
         """How many of this run's records meet each condition, in one pass over them."""
         sums = ", ".join(f"COALESCE(SUM({condition}), 0)" for condition in conditions)
@@ -578,6 +826,7 @@ class Run:
         row = self.db.execute(f"SELECT {sums} FROM records WHERE {mine}", params).fetchone()
         return [int(value) for value in row]
 
+    @_reads("records")
     def summary(self, findings: Iterable[Finding]) -> Summary:
         """This run's counts; ``findings`` are ``self.findings()``, read once by the caller."""
         severities: Counter[str] = Counter()
@@ -586,7 +835,11 @@ class Run:
             severities[finding.severity.value] += 1
             types.update(finding.pii_types)
         scanned, skipped, with_text, with_pii, pii_flagged = self.count_each(
-            "1", "problem IS NOT NULL", "has_text", "has_pii", "has_pii AND finding IS NOT NULL"
+            "1",
+            f"problem IS NOT NULL AND json_extract(problem, '$.field') IS NOT '{DUPLICATE_ID}'",
+            "has_text",
+            "has_pii",
+            "has_pii AND finding IS NOT NULL",
         )
         return Summary(
             records_scanned=scanned,
@@ -599,6 +852,7 @@ class Run:
             source_pii_flagged=pii_flagged,
         )
 
+    @_reads("runs")
     def previous_rate(self) -> tuple[int, float | None]:
         """Records this target holds from earlier runs, and the last finished run's attack rate (records/s)."""
         known = self.db.execute("SELECT COUNT(*) FROM records WHERE target = ?", (self.target,)).fetchone()[0]
@@ -612,10 +866,12 @@ class Run:
         seconds = (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
         return int(known), row[2] / seconds if seconds > 0 else None
 
+    @_reads("runs")
     def findings_resolved(self) -> int:
         row = self.db.execute("SELECT findings_resolved FROM runs WHERE id = ?", (self.id,)).fetchone()
         return int(row[0])
 
+    @_reads("runs")
     def history(self) -> list[RunSummary]:
         """Finished runs of this target, oldest first (the latest 50)."""
         rows = self.db.execute(
