@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from tests.helpers import free_port, http_recorder, make_chroma_store
 from vdbguard.cli import fix_malloc_thresholds, main
-from vdbguard.reports.schema import Report
+from vdbguard.reports.schema import SCHEMA_VERSION, Report
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -51,7 +52,7 @@ def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store,
     assert code == 1, output
     assert re.search(r"Scanning[^\n]*: done, \d+/\d+", output), "no terminal: plain progress lines"
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
-    assert report.schema_version == "1.4" and report.masked
+    assert report.schema_version == SCHEMA_VERSION == "1.5" and report.masked
     assert report.summary.records_scanned == len(pii_store[2])
     assert report.findings
     markdown = (tmp_path / "report.md").read_text()
@@ -292,3 +293,206 @@ def test_a_users_own_malloc_settings_win(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
     monkeypatch.setattr(ctypes, "CDLL", lambda _name: pytest.fail("mallopt called despite MALLOC_ARENA_MAX"))
     fix_malloc_thresholds()
+
+
+# -- output CI accepts as-is (#44): SARIF for code scanning, --json, JSON lines, --baseline ---------------
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed command in its own process, as CI runs it: its stdout and stderr as they really are."""
+    command = [str(Path(sys.executable).parent / "vdbguard"), *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+
+def json_lines(stderr: str) -> list[dict]:
+    """Every line of ``stderr`` as the JSON object it must be; plain text fails with the line itself."""
+    events = []
+    for line in stderr.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            pytest.fail(f"not a JSON line on stderr: {line!r}")
+        assert isinstance(event, dict), line
+        events.append(event)
+    return events
+
+
+def artifact_uris(sarif: str) -> set[str]:
+    results = json.loads(sarif)["runs"][0]["results"]
+    return {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+
+
+def test_a_real_scans_sarif_is_what_github_code_scanning_accepts(scan_args, tmp_path: Path) -> None:
+    from tests.reports.test_sarif_github import assert_github_accepts, severity_problems
+    from tests.reports.test_writers import SCHEMA
+
+    code, output = run(*scan_args, "--out", str(tmp_path), "--format", "json,sarif", "--fail-on", "never")
+    assert code == 0, output
+    text = (tmp_path / "report.sarif").read_text()
+    assert_github_accepts(text)
+    assert severity_problems(text) == []
+    log = json.loads(text)
+    validator = jsonschema.validators.validator_for(SCHEMA)
+    validator(SCHEMA, format_checker=validator.FORMAT_CHECKER).validate(log)
+    report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    (run_,) = log["runs"]
+    assert len(run_["results"]) == report.finding_count > 0
+    assert artifact_uris(text) == {"vdbguard/chroma/demo_notes"}
+
+
+def test_json_prints_one_summary_on_stdout_and_every_stderr_line_is_json(scan_args, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = cli("--log-format", "json", *scan_args, "--out", str(out), "--format", "json,sarif", "--json",
+               "--top-findings", "3")  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    (line,) = done.stdout.splitlines()
+    summary = json.loads(line)
+    report = Report.model_validate_json((out / "report.json").read_text())
+    assert summary["exit_code"] == done.returncode and summary["fail_on"] == "low"
+    assert summary["records_scanned"] == report.summary.records_scanned == 120
+    assert summary["records_flagged"] == report.summary.records_flagged
+    assert {k: v for k, v in summary["by_severity"].items() if v} == report.summary.by_severity
+    assert summary["by_pii_type"] == report.summary.by_pii_type
+    (scanned,) = summary["scans"]
+    assert scanned["reports"] == {"json": str(out / "report.json"), "sarif": str(out / "report.sarif")}
+    top = scanned["top_findings"]
+    assert len(top) == 3 and [t["severity"] for t in top] == sorted((t["severity"] for t in top), key=_rank)
+    worst = max(report.findings, key=lambda f: f.severity.rank).severity.value
+    assert top[0]["severity"] == worst
+    ids = {f.record_id for f in report.findings}
+    for entry in top:
+        assert entry["record_id"] in ids and entry["pii_types"] and entry["score"] >= entry["threshold"] > 0
+        assert set(entry) >= {"attack", "score", "threshold", "severity"} and "recovered" not in entry
+    assert "┃" not in done.stdout + done.stderr, "no table in --json mode"
+    events = json_lines(done.stderr)
+    kinds = {e["event"] for e in events}
+    assert {"task_start", "task_done", "reports_written", "coverage"} <= kinds, kinds
+    (written,) = [e for e in events if e["event"] == "reports_written"]
+    assert written["paths"] == scanned["reports"]
+
+
+def _rank(severity: str) -> int:
+    return -["low", "medium", "high", "critical"].index(severity)
+
+
+def test_json_logs_make_errors_json_objects_without_credentials() -> None:
+    url = f"http://admin:s3cretPass@127.0.0.1:{free_port()}"
+    failed = cli("--log-format", "json", "scan", "--connector", "chroma", "--url", url, "--collection", "notes",
+                 "--json")  # fmt: skip
+    usage = cli("--log-format", "json", "scan", "--connector", "chroma", "--collection", "notes")
+    unknown = cli("--log-format", "json", "scan", "--no-such-flag")
+    for done in (failed, usage, unknown):
+        assert done.returncode == 2, done.stderr
+        (error,) = json_lines(done.stderr)
+        assert error["event"] == "error" and error["level"] == "error" and error["message"] and error["hint"]
+        assert "s3cretPass" not in done.stdout + done.stderr
+    assert "127.0.0.1" in json_lines(failed.stderr)[0]["message"]
+    summary = json.loads(failed.stdout)
+    assert summary["exit_code"] == 2 and summary["error"]["message"] == json_lines(failed.stderr)[0]["message"]
+    assert "--path" in json_lines(usage.stderr)[0]["message"] and usage.stdout == ""
+
+
+NOISY_LIBRARY = """
+import logging, sys, warnings
+import vdbguard.config as config
+load_job = config.load_job
+def noisy(path):
+    print("a library's own line on stderr", file=sys.stderr)
+    sys.stderr.write("Batches:  50%|#####     | 1/2\\rBatches: 100%|##########| 2/2\\n")
+    print("and one on stdout")
+    warnings.warn("something is deprecated")
+    logging.getLogger("somelib").warning("cannot reach http://u:hunter2x@db:1/")
+    return load_job(path)
+config.load_job = noisy
+from vdbguard.cli import run
+run()
+"""
+
+
+def test_json_logs_wrap_what_libraries_print_warn_and_log(tmp_path: Path) -> None:
+    from vdbguard.config import STARTER
+
+    job = tmp_path / "vdbguard.toml"
+    job.write_text(STARTER, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", NOISY_LIBRARY, "--log-format", "json", "config", "validate", str(job)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    events = json_lines(done.stderr)
+    messages = [e.get("message", "") for e in events]
+    assert "a library's own line on stderr" in messages and "Batches: 100%|##########| 2/2" in messages
+    assert any("something is deprecated" in m for m in messages), messages  # Python's warnings, as log records
+    assert any(e.get("logger") == "somelib" for e in events) and "hunter2x" not in done.stderr
+    assert any("is valid" in m for m in messages)
+
+
+def test_a_job_file_scan_prints_one_json_summary(pii_store, small_attacks, tmp_path: Path) -> None:
+    from tests.reports.test_sarif_github import assert_github_accepts
+
+    store_path, collection, _ = pii_store
+    job = tmp_path / "vdbguard.toml"
+    job.write_text(
+        f"""
+[job]
+profile = "small"
+fail_on = "critical"
+
+[[stores]]
+name = "demo"
+connector = "chroma"
+path = '{store_path}'
+collections = ["{collection}"]
+
+[output]
+dir = "reports"
+formats = ["json", "sarif"]
+""",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["scan", "--config", str(job), "--json"], catch_exceptions=False)
+    (line,) = result.stdout.splitlines()
+    summary = json.loads(line)
+    folder = tmp_path / "reports" / "demo" / collection
+    report = Report.model_validate_json((folder / "report.json").read_text())
+    critical = any(f.severity.value == "critical" for f in report.findings)
+    assert summary["exit_code"] == result.exit_code == (1 if critical else 0), result.stderr
+    assert summary["fail_on"] == "critical" and summary["records_scanned"] == 120
+    (scanned,) = summary["scans"]
+    assert scanned["store"] == "demo" and scanned["collection"] == collection
+    assert scanned["reports"] == {"json": str(folder / "report.json"), "sarif": str(folder / "report.sarif")}
+    sarif = (folder / "report.sarif").read_text()
+    assert_github_accepts(sarif)
+    assert artifact_uris(sarif) == {f"vdbguard/chroma/{collection}"}, "the location a CLI scan gives it"
+
+
+def test_a_baseline_passes_known_findings_and_a_new_leak_still_fails(scan_args, pii_store, tmp_path: Path) -> None:
+    import dataclasses
+    import shutil
+
+    from vdbguard.connectors.chroma import ChromaConnector
+
+    code, output = run(*scan_args, "--out", str(tmp_path / "first"), "--fail-on", "low")
+    first = Report.model_validate_json((tmp_path / "first" / "report.json").read_text())
+    assert code == 1 and first.findings, output
+    baseline = str(tmp_path / "first" / "report.json")
+
+    code, output = run(*scan_args, "--out", str(tmp_path / "same"), "--baseline", baseline, "--fail-on", "low")
+    same = Report.model_validate_json((tmp_path / "same" / "report.json").read_text())
+    assert code == 0, output
+    assert same.findings == [] and same.summary.records_flagged == 0
+    assert same.coverage is not None and same.coverage.findings_suppressed == len(first.findings)
+
+    # The same store and one more record: a copy of the most severe leak under a new id.
+    store = tmp_path / "store"
+    shutil.copytree(pii_store[0], store)
+    leak = max(first.findings, key=lambda f: f.severity.rank).record_id
+    with ChromaConnector(collection=pii_store[1], path=store) as connector:
+        (record,) = [r for batch in connector.iter_batches() for r in batch.records if r.id == leak]
+    with ChromaConnector(collection=pii_store[1], path=store) as connector:
+        connector.upsert([dataclasses.replace(record, id="note-new-leak")])
+    args = [*scan_args[: scan_args.index("--path") + 1], str(store), *scan_args[scan_args.index("--path") + 2 :]]
+    code, output = run(*args, "--out", str(tmp_path / "grown"), "--baseline", baseline, "--fail-on", "low")
+    grown = Report.model_validate_json((tmp_path / "grown" / "report.json").read_text())
+    assert code == 1, output
+    assert [f.record_id for f in grown.findings] == ["note-new-leak"]

@@ -13,11 +13,13 @@ from rich.console import Console
 
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import (
+    JsonLines,
     JsonLogFormatter,
     JsonProgress,
     PlainProgress,
     RichProgress,
     ScrubbingFormatter,
+    json_event,
     progress_for,
 )
 
@@ -132,3 +134,36 @@ def test_json_log_keeps_the_exception_scrubbed() -> None:
         record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     entry = json.loads(JsonLogFormatter().format(record))
     assert "ConnectionError" in entry["exception"] and "hunter22" not in entry["exception"]
+
+
+def test_json_lines_let_json_through_and_wrap_every_other_line() -> None:
+    """Under --log-format json, what a library prints on its own still reaches the log as one JSON object a line."""
+    target = io.StringIO()
+    stream = JsonLines(target)
+    stream.write('{"event": "log", "message": "already JSON"}\n')
+    stream.write("Batches:  50%|#####     | 1/2\rBatches: 100%|##########| 2/2\r\n")
+    stream.write("\x1b[33mwarning:\x1b[0m colour and a URL http://admin:s3cret@db:6333/x\n\n   \n")
+    stream.write('{"not": "closed"\n[1, 2]\n')
+    stream.write("a last line without its newline")
+    assert not stream.isatty()
+    stream.close()
+    events = [json.loads(line) for line in target.getvalue().splitlines()]
+    assert all(isinstance(e, dict) for e in events)
+    assert events[0] == {"event": "log", "message": "already JSON"}
+    wrapped = events[1:]
+    assert {e["event"] for e in wrapped} == {"output"} and all("ts" in e and e["level"] == "info" for e in wrapped)
+    assert [e["message"] for e in wrapped] == [
+        "Batches:  50%|#####     | 1/2",
+        "Batches: 100%|##########| 2/2",
+        "warning: colour and a URL http://***@db:6333/x",
+        '{"not": "closed"',
+        "[1, 2]",
+        "a last line without its newline",
+    ]
+
+
+def test_a_json_event_has_the_log_records_shape_and_is_scrubbed() -> None:
+    entry = json.loads(json_event("error", "cannot reach http://u:hunter22@h:1/", "error", hint="check it"))
+    assert entry["event"] == "error" and entry["level"] == "error" and entry["hint"] == "check it"
+    assert entry["message"] == "cannot reach http://***@h:1/"
+    datetime.fromisoformat(entry["ts"])

@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from vdbguard.cache import writable_dir
 from vdbguard.config import DEEP_RECORD_SECONDS
@@ -30,17 +31,58 @@ from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import (
     LOG_FORMATS,
+    JsonLines,
     JsonLogFormatter,
     PlainProgress,
     RichProgress,
     ScrubbingFormatter,
+    json_event,
     progress_for,
 )
 from vdbguard.reports import DEFAULT_FORMATS
 from vdbguard.reports.schema import Report, Severity
+from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
+
+if TYPE_CHECKING:
+    from vdbguard.config import Suppression
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 console = Console(stderr=True)
+
+
+def _meta() -> dict[str, Any]:
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta if ctx is not None else {}
+
+
+def _json_logs() -> bool:
+    return _meta().get("log_format") == "json"
+
+
+def say(markup: str, event: str = "message", level: str = "info", **fields: Any) -> None:
+    """A line on stderr: rich markup for a person, or under --log-format json one JSON object with ``event``
+    and ``fields`` for a log collector (the message then the markup's plain text, scrubbed)."""
+    if _json_logs():
+        print(json_event(event, Text.from_markup(markup).plain, level, **fields), file=console.file, flush=True)
+    else:
+        console.print(markup)
+
+
+def say_error(message: str, hint: str | None, unexpected: bool = False) -> None:
+    """The error and its hint, credentials scrubbed: two lines for a person, one JSON object for a collector."""
+    message, hint = safe_text(message), None if hint is None else safe_text(hint)
+    if _json_logs():
+        print(json_event("error", message, "error", hint=hint, unexpected=unexpected), file=console.file, flush=True)
+        return
+    console.print(f"[bold red]{'unexpected error' if unexpected else 'error'}:[/] {escape(message)}", highlight=False)
+    if hint:
+        console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False)
+
+
+def _failed(error: VdbguardError, unexpected: bool = False) -> None:
+    """Say what failed, give --json its summary (exit code 2 and the error) and exit 2."""
+    say_error(error.message, error.hint, unexpected)
+    _exit(EXIT_ERROR, _meta().get("json_summary"), error)
 
 
 def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -51,17 +93,12 @@ def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except VdbguardError as exc:
-            console.print(f"[bold red]error:[/] {escape(safe_text(exc.message))}", highlight=False)
-            if exc.hint:
-                console.print(f"[yellow]hint:[/] {escape(safe_text(exc.hint))}", highlight=False)
-            sys.exit(EXIT_ERROR)
+            _failed(exc)
         except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an unmapped store error: one line, credentials scrubbed
-            message = safe_text(f"{type(exc).__name__}: {exc}")
-            console.print(f"[bold red]unexpected error:[/] {escape(message)}", highlight=False)
-            console.print("[yellow]hint:[/] re-run with -v; if it persists, report it with this message")
-            sys.exit(EXIT_ERROR)
+            hint = "re-run with -v; if it persists, report it with this message"
+            _failed(VdbguardError(f"{type(exc).__name__}: {exc}", hint), unexpected=True)
 
     return wrapper
 
@@ -107,11 +144,13 @@ def print_summary(report: Report) -> None:
     Console().print(table)
 
 
-def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> None:
+def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> dict[str, str]:
+    """Write the reports and say where: format name -> path."""
     from vdbguard.reports import write_reports as write
 
-    paths = write(report, out, formats)
-    console.print("reports written to " + " and ".join(str(path) for path in paths))
+    paths = dict(zip(formats, map(str, write(report, out, formats)), strict=True))
+    say("reports written to " + " and ".join(map(escape, paths.values())), "reports_written", paths=paths)
+    return paths
 
 
 def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
@@ -186,7 +225,27 @@ def store_options(command: Callable[..., Any], required: bool = True) -> Callabl
     return command
 
 
-@click.group()
+class _Commands(click.Group):
+    """The command group. Under --log-format json a usage error is one JSON object too, not click's text; and
+    `scan --json` prints its summary for it (with the error) as for any other failure."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            summary = ctx.meta.get("json_summary")
+            if ctx.meta.get("log_format") != "json" and summary is None:
+                raise
+            failed_in = getattr(exc, "ctx", None) or ctx
+            error = VdbguardError(exc.format_message(), f"see `{failed_in.command_path} --help`")
+            if ctx.meta.get("log_format") == "json":
+                say_error(error.message, error.hint)
+            else:
+                exc.show()
+            _exit(exc.exit_code, summary, error)
+
+
+@click.group(cls=_Commands)
 @click.version_option(package_name="vdbguard")
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details (never secrets).")
 @click.option(
@@ -203,14 +262,33 @@ def store_options(command: Callable[..., Any], required: bool = True) -> Callabl
 def main(ctx: click.Context, verbose: bool, log_format: str) -> None:
     """Find privacy leaks in vector databases: attack the stored vectors, report what leaks."""
     ctx.meta["log_format"] = log_format
+    if log_format == "json":
+        _json_lines_on_stderr(ctx)
     handler = logging.StreamHandler()
     handler.setFormatter(
         JsonLogFormatter() if log_format == "json" else ScrubbingFormatter("%(levelname)s %(message)s")
     )
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    logging.captureWarnings(log_format == "json")  # Python's warnings become JSON log records too
     for noisy in ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     logging.getLogger("vdbguard.scan.plan").setLevel(logging.INFO)  # the estimate and coverage, always shown
+
+
+def _json_lines_on_stderr(ctx: click.Context) -> None:
+    """Every line on stderr a JSON object until the command ends: whatever a library prints there on its own is
+    wrapped in one, and rich prints each message on one line (no wrapping at the terminal's width)."""
+    original = sys.stderr
+    lines = JsonLines(original)
+    sys.stderr = lines
+    console.soft_wrap = True
+
+    def restore() -> None:
+        lines.close()
+        sys.stderr = original
+        console.soft_wrap = False
+
+    ctx.call_on_close(restore)
 
 
 def run() -> None:
@@ -434,6 +512,28 @@ def _connector_factory(
     show_default=True,
     help="With --executor ray: attack actors (one CPU each).",
 )
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Accept what an earlier scan found: its report.json (matched per collection, record id and PII type), or "
+    "a suppression list in the job file's [[suppressions]] form (TOML or JSON). Accepted findings are left out of "
+    "the reports and the exit code, as suppressions are; a new leak still fails.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON summary on stdout instead of the table: counts, the exit code, report paths and the most "
+    "severe findings (no recovered value). Nothing else goes to stdout.",
+)
+@click.option(
+    "--top-findings",
+    type=click.IntRange(0),
+    default=TOP_FINDINGS,
+    show_default=True,
+    help="With --json: how many of the most severe findings the summary lists.",
+)
 @fail_on_option("low")
 @friendly_errors
 def scan(
@@ -468,13 +568,18 @@ def scan(
     executor: str,
     address: str | None,
     workers: int,
+    baseline_file: Path | None,
+    as_json: bool,
+    top_findings: int,
     fail_on: str,
 ) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file."""
+    summary = _json_summary(fail_on, top_findings) if as_json else None
+    baseline = _load_baseline(baseline_file)
     if config_file is not None:
         if connector_name or collection or path or url:
             raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
-        sys.exit(_run_job_file(config_file))
+        _exit(_run_job_file(config_file, baseline, summary), summary)
     if not connector_name or not collection:
         raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
     from vdbguard.attacks import DEFAULT_ATTACKS
@@ -495,7 +600,7 @@ def scan(
         with connector, _progress() as progress:
             model = resolve_embedder(connector, embedder)
             if model is not None and model.name != embedder:
-                console.print(f"Identified the embedder from the stored vectors: {model.name}")
+                say(f"Identified the embedder from the stored vectors: {model.name}")
             report = scan_collection(
                 connector,
                 connector_name=connector_name,
@@ -518,21 +623,80 @@ def scan(
                 executor=RayExecutor(open_connector, workers, address) if executor == "ray" else None,
             )
     duration = time.monotonic() - started
-    write_reports(report, out, formats)
+    report = _apply_baseline(report, baseline, state)
+    paths = write_reports(report, out, formats)
     if metrics_file is not None:
         write_metrics(metrics_file, report, collection=collection, duration_s=duration)
     if webhook is not None:
         post_webhook(webhook, webhook_payload(report, duration))
-    print_summary(report)
     _print_coverage(report)
     if report.calibration is not None:
         c = report.calibration
-        console.print(
+        say(
             f"owner-side calibration on {c.records_labelled} labelled records: held-out recall "
             f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} "
             f"(target {c.target_false_positive_rate})"
         )
-    sys.exit(exit_code(report, fail_on))
+    code = exit_code(report, fail_on)
+    if summary is None:
+        print_summary(report)
+    else:
+        summary.add(report, code, paths)
+    _exit(code, summary)
+
+
+def _json_summary(fail_on: str, top: int) -> JsonSummary:
+    """--json's summary, to fill as collections finish; stdout is kept for it alone until the command ends, and
+    what anything else prints there goes to stderr instead."""
+    ctx = click.get_current_context()
+    summary = JsonSummary(fail_on, top)
+    ctx.meta["json_summary"], ctx.meta["json_stdout"] = summary, sys.stdout
+    ctx.with_resource(contextlib.redirect_stdout(sys.stderr))
+    return summary
+
+
+def _exit(code: int, summary: JsonSummary | None, error: VdbguardError | None = None) -> None:
+    """Exit with ``code``, --json's summary printed first on the stdout kept for it."""
+    if summary is not None:
+        click.echo(summary.render(code, error), file=_meta()["json_stdout"])
+    sys.exit(code)
+
+
+def _load_baseline(file: Path | None) -> list[Suppression]:
+    """The baseline's suppressions still in force, read before the scan so that a bad file fails fast; an
+    expired entry of a suppression list is named, as a job file's is."""
+    if file is None:
+        return []
+    from vdbguard.baseline import load_baseline
+
+    suppressions = load_baseline(file)
+    today = datetime.date.today()
+    _say_expired([s for s in suppressions if s.expires < today])
+    return [s for s in suppressions if s.expires >= today]
+
+
+def _apply_baseline(report: Report, baseline: list[Suppression], state: Path | None) -> Report:
+    """The report without what the baseline accepts, as a job file's suppressions leave it (and so the state
+    re-renders it: `vdbguard report STATE`)."""
+    if not baseline:
+        return report
+    from vdbguard.scan.job import apply_suppressions
+    from vdbguard.scan.state import ScanStore
+
+    report, open_types = apply_suppressions(report, baseline)
+    if state is not None and open_types:
+        with ScanStore(state) as store:
+            store.save_report(report, open_types)
+    return report
+
+
+def _say_expired(expired: Iterable[Suppression]) -> None:
+    for suppression in expired:
+        say(
+            f"suppression of {escape(suppression.record_id)} ({suppression.pii_type or 'every type'}) by "
+            f"{escape(suppression.owner)} expired on {suppression.expires}: its findings are reported again",
+            "suppression_expired",
+        )
 
 
 def _print_coverage(report: Report) -> None:
@@ -552,21 +716,21 @@ def _print_coverage(report: Report) -> None:
         line += f"; {c.findings_resolved} findings resolved (records deleted)"
     if c.findings_suppressed:
         line += f"; {c.findings_suppressed} suppressed"
-    console.print(line)
+    say(escape(line), "coverage", **c.model_dump())
 
 
-def _run_job_file(config_file: Path) -> int:
-    """Every collection of the job; the exit code is the worst over them."""
+def _run_job_file(config_file: Path, baseline: list[Suppression], summary: JsonSummary | None) -> int:
+    """Every collection of the job, the baseline's suppressions added to the job's; the exit code is the worst."""
     from vdbguard.config import load_job
     from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
     from vdbguard.scan.job import run_job
 
     config = load_job(config_file)
-    for expired in config.expired_suppressions(datetime.date.today()):
-        console.print(
-            f"suppression of {escape(expired.record_id)} ({expired.pii_type or 'every type'}) by "
-            f"{escape(expired.owner)} expired on {expired.expires}: its findings are reported again"
-        )
+    _say_expired(config.expired_suppressions(datetime.date.today()))
+    if baseline:
+        config = config.model_copy(update={"suppressions": [*config.suppressions, *baseline]})
+    if summary is not None:
+        summary.fail_on = config.job.fail_on
     code = EXIT_CLEAN
     metrics_file = config.resolve(config.output.metrics_file)
     webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
@@ -585,15 +749,20 @@ def _run_job_file(config_file: Path) -> int:
 
     with _progress() as progress:
         for result in run_job(config, progress=progress, on_failure=failed):
-            console.print(f"{result.store}/{result.collection}: reports in {result.out}")
-            print_summary(result.report)
+            where, paths = f"{result.store}/{result.collection}", report_paths(result.out, config.output.formats)
+            say(f"{escape(where)}: reports in {escape(str(result.out))}", "reports_written", paths=paths)
+            collection_code = exit_code(result.report, config.job.fail_on)
+            if summary is None:
+                print_summary(result.report)
+            else:
+                summary.add(result.report, collection_code, paths, result.store)
             _print_coverage(result.report)
             if metrics_file is not None:
                 path = metrics_path(result.store, result.collection)
                 write_metrics(path, result.report, collection=result.collection, duration_s=result.duration_s)
             if webhook:
                 post_webhook(webhook, webhook_payload(result.report, result.duration_s))
-            code = max(code, exit_code(result.report, config.job.fail_on))
+            code = max(code, collection_code)
     return code
 
 
@@ -832,10 +1001,10 @@ def audit(
     ]
     print_table(("severity", "check", "finding", "fix"), rows, title=f"vdbguard audit: {result.collection}")
     for note in result.notes:
-        console.print(f"not checked: {escape(note)}")
+        say(f"not checked: {escape(note)}")
     if out is not None:
         write_json_atomic(out, result.to_json(), indent=2)
-        console.print(f"audit written to {out}")
+        say(f"audit written to {out}")
     worst = result.worst
     failing = fail_on != "never" and worst is not None and worst.rank >= Severity(fail_on).rank
     sys.exit(EXIT_FINDINGS if failing else EXIT_CLEAN)
@@ -924,7 +1093,7 @@ def protect(
                 fit_on=fit_on,
                 fit_path=fit_file,
             )
-    console.print(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
+    say(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
 
 
 def defense_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -994,7 +1163,7 @@ def _bench(
 
 def _say_cheap(cheap: bool) -> None:
     if cheap:
-        console.print(
+        say(
             "[yellow]cheap attackers only (slot-search, bag-of-words): leakage is a lower bound; "
             "drop --cheap before trusting a defense[/yellow]"
         )
@@ -1065,7 +1234,7 @@ def calibrate(
             max_recall_loss=max_recall_loss,
             target_leakage_cut=target_leakage_cut,
             transform_names=transform_names,
-            on_skip=lambda name, exc: console.print(f"skipped {name}: {exc}"),
+            on_skip=lambda name, exc: say(f"skipped {name}: {exc}"),
         )
     points, chosen = result.points, result.chosen
     print_table(
@@ -1088,13 +1257,13 @@ def calibrate(
         out.write_text(json.dumps([row_of(p, not result.within_budget(p)) for p in points], indent=2))
     _say_cheap(result.cheap)
     if chosen is None:
-        console.print("nothing meets the target: no setting holds against the adaptive attacker within the budget")
+        say("nothing meets the target: no setting holds against the adaptive attacker within the budget")
         for p in result.closest():
             cut = "-" if p.worst_cut is None else f"{p.worst_cut:.1%}"
-            console.print(f"  closest: {p.transform} {p.strength:g}: recall loss {p.recall_loss:.3f}, cut {cut}")
-        console.print("relax --max-recall-loss or --target-leakage-cut, or redact the text before embedding")
+            say(f"  closest: {p.transform} {p.strength:g}: recall loss {p.recall_loss:.3f}, cut {cut}")
+        say("relax --max-recall-loss or --target-leakage-cut, or redact the text before embedding")
         sys.exit(EXIT_FINDINGS)
-    console.print(f"chosen: {chosen.transform} at strength {chosen.strength:g}")
+    say(f"chosen: {chosen.transform} at strength {chosen.strength:g}")
 
 
 @main.command()
@@ -1134,17 +1303,17 @@ def frontier(
             names,
             out / "points.json",
             max_recall_loss=max_recall_loss,
-            on_skip=lambda name, exc: console.print(f"skipped {name}: {exc}"),
+            on_skip=lambda name, exc: say(f"skipped {name}: {exc}"),
         )
     text = "\n".join([table(rows), "", *dominance(rows)])
     (out / "table.md").write_text(text + "\n")
     click.echo(text)
-    console.print(f"wrote {out / 'table.md'}")
+    say(f"wrote {out / 'table.md'}")
     try:
         plot(rows, out / "frontier.png", max_recall_loss, target_leakage_cut)
-        console.print(f"wrote {out / 'frontier.png'}")
+        say(f"wrote {out / 'frontier.png'}")
     except VdbguardError as exc:  # the table is the result; the plot is optional
-        console.print(f"no plot: {exc}")
+        say(f"no plot: {exc}")
     _say_cheap(bench.cheap)
 
 
@@ -1260,11 +1429,11 @@ def _subject_search(options: dict[str, Any]) -> Iterator[tuple[Any, Any, Any]]:
         title = f"vdbguard subject find: {collection} ({search.records_read} records read)"
         print_table(("record", "method", "evidence", "score / threshold"), rows, title=title)
         for note in search.notes:
-            console.print(f"note: {escape(note)}")
-        console.print(f"{len(search.records)} records relate to {escape(' '.join(search.subject.values()))}")
+            say(f"note: {escape(note)}")
+        say(f"{len(search.records)} records relate to {escape(' '.join(search.subject.values()))}")
         if options["out"] is not None:
             write_json_atomic(options["out"], search.to_json(), indent=2)
-            console.print(f"written to {options['out']}")
+            say(f"written to {options['out']}")
         yield connector, subject, search
 
 
@@ -1301,11 +1470,11 @@ def subject_erase(audit_log: Path, actor: str | None, yes: bool, **options: Any)
 
     with _subject_search(options) as (connector, person, search):
         if not yes:
-            console.print(f"dry run: {len(search.records)} records would be deleted; re-run with --yes to delete them")
+            say(f"dry run: {len(search.records)} records would be deleted; re-run with --yes to delete them")
             return
         location = redact_location(str(options["path"] or options["url"]))
         deleted = erase_subject(connector, search, person, audit_log, location, actor=actor)
-    console.print(f"deleted {len(deleted)} records; logged to {audit_log}")
+    say(f"deleted {len(deleted)} records; logged to {audit_log}")
 
 
 @main.group()
@@ -1323,7 +1492,7 @@ def config_init(file: Path, force: bool) -> None:
     if file.exists() and not force:
         raise click.UsageError(f"{file} exists; pass --force to overwrite it")
     file.write_text(STARTER, encoding="utf-8")
-    console.print(f"wrote {file}: edit [[stores]], then `vdbguard config validate {file}`")
+    say(f"wrote {file}: edit [[stores]], then `vdbguard config validate {file}`")
 
 
 @config.command("validate")
@@ -1341,9 +1510,9 @@ def config_validate(file: Path) -> None:
         if not os.environ.get(variable)
     )
     collections = sum(len(store.collections) for store in job.stores)
-    console.print(f"{file} is valid: {len(job.stores)} store(s), {collections} collection(s)")
+    say(f"{file} is valid: {len(job.stores)} store(s), {collections} collection(s)")
     if missing:
-        console.print("not set in this environment (the scan will need them): " + ", ".join(missing))
+        say("not set in this environment (the scan will need them): " + ", ".join(missing))
 
 
 @config.command("schema")

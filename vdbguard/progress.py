@@ -3,8 +3,10 @@ in a job runner's log (and the log formatters that go with them)."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -228,3 +230,71 @@ class JsonLogFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = safe_text(self.formatException(record.exc_info))
         return json.dumps(entry)
+
+
+def json_event(event: str, message: str, level: str = "info", **fields: Any) -> str:
+    """One JSON line of the same shape as the log records' (``ts``, ``event``, ``level``, ``message``), the
+    message scrubbed of URLs' credentials and known secrets like every log line."""
+    entry = {"ts": _timestamp(time.time()), "event": event, "level": level, "message": safe_text(message)}
+    return json.dumps({**entry, **fields}, default=str)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class JsonLines(io.TextIOBase):
+    """A text stream that lets JSON objects through and wraps every other line in one (``event: "output"``),
+    so that nothing a library prints on its own (a progress bar, a warning) breaks a JSON-lines log.
+
+    A carriage return ends a line too (progress bars redraw with it); blank lines are dropped.
+    """
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = re.split(r"\r\n|\r|\n", self._pending + text)
+        for line in lines:
+            self._emit(line)
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def close(self) -> None:
+        """Emit a last line left without its newline; the stream underneath stays open."""
+        if self._pending:
+            self._emit(self._pending)
+            self._pending = ""
+        self.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._target, "encoding", None) or "utf-8"
+
+    def _emit(self, line: str) -> None:
+        line = _ANSI.sub("", line).rstrip()
+        if not line.strip():
+            return
+        if not _is_json_object(line):
+            line = json_event("output", line)
+        self._target.write(line + "\n")
+
+
+def _is_json_object(line: str) -> bool:
+    if not line.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False

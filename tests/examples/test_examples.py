@@ -235,10 +235,13 @@ def test_github_workflow() -> None:
 
     (sarif,) = [s for s in after if s.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
     assert sarif["uses"].endswith("@v3") and "always()" in sarif["if"]
+    # The SARIF goes up as vdbguard wrote it: the whole reports folder, nothing run on it in between.
+    assert sarif["with"]["sarif_file"] == "${{ env.REPORTS }}" and "category" not in sarif["with"]
+    assert not [s for s in steps[steps.index(scan) + 1 : steps.index(sarif)] if "run" in s]
+    assert "jq" not in path.read_text(encoding="utf-8") and "reject" not in path.read_text(encoding="utf-8")
     (artifact,) = [s for s in after if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert "always()" in artifact["if"]
     assert "report.html" in artifact["with"]["path"] and "report.json" in artifact["with"]["path"]
-    assert "logical location" in path.read_text(encoding="utf-8")  # the code-scanning caveat is stated
 
 
 # -- Airflow (compiled and read, never imported) --------------------------------------------------------

@@ -249,7 +249,7 @@ def test_page_content_plots_and_order() -> None:
         "auc=0.900",
         "J*** S****",
         "john smith mail",
-        "EMAIL: yes, PERSON: no",
+        "EMAIL: found, PERSON: not confirmed by the detector",
         "ns tenant-a",
         "sex m 0.80",
         "Record problems (1)",

@@ -1,4 +1,5 @@
-"""The csv and sarif writers: neutralised formulas, masking kept, warnings when unmasked, schema-valid SARIF."""
+"""The csv and sarif writers: neutralised formulas, masking kept (always, in SARIF), warnings when unmasked,
+schema-valid SARIF."""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ def test_sarif_content() -> None:
     run = json.loads(render_sarif(make_report()))["runs"][0]
     assert run["tool"]["driver"]["name"] == "vdbguard"
     rules = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
-    assert rules == ["vdbguard/pii/EMAIL", "vdbguard/pii/PERSON", "vdbguard/pii/PHONE"]
+    assert rules == ["vdbguard/pii/PERSON/critical", "vdbguard/pii/PERSON/medium", "vdbguard/pii/PHONE/low"]
     results = run["results"]
     assert [r["level"] for r in results] == ["error", "warning", "note"]
     assert [rules[r["ruleIndex"]] for r in results] == [r["ruleId"] for r in results]
@@ -133,6 +134,9 @@ def test_sarif_content() -> None:
     assert "John" not in json.dumps(run)
     names = [r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] for r in results]
     assert names == ["chroma://notes/doc-1", "chroma://notes/tenant-a/doc-2", "chroma://notes/doc-3"]
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results} == {
+        "vdbguard/chroma/notes"
+    }
     assert "warning" not in run["properties"]
 
 
@@ -151,10 +155,10 @@ def test_sarif_fingerprints_stable_and_distinct() -> None:
 
 
 def test_sarif_unmasked_carries_warning() -> None:
+    """An unmasked report's SARIF warns that the other reports hold PII, and masks recovered values itself."""
     run = json.loads(render_sarif(make_report(masked=False)))["runs"][0]
-    assert "unmasked PII" in run["properties"]["warning"]
-    assert all(r["message"]["text"].startswith("WARNING: unmasked PII") for r in run["results"])
-    assert "John Smith" in run["results"][0]["message"]["text"]
+    assert "--show-pii" in run["properties"]["warning"] and run["properties"]["masked"] is True
+    assert "John Smith" not in json.dumps(run) and "J*** S****" in run["results"][0]["message"]["text"]
 
 
 def test_write_reports_all_formats(tmp_path: Path) -> None:

@@ -408,6 +408,28 @@ class Claims(Attack):
         return cls()
 
 
+class ProbesAddress(Claims):
+    """A probe that says every vector holds a postal address, and nothing else."""
+
+    def infer(self, vectors, known_texts=None) -> list[Inference]:
+        return [Inference(type_scores={PiiType.ADDRESS: 0.9})] * len(vectors)
+
+
+def test_severity_is_never_lowered_on_a_detector_no_that_a_validator_contradicts(detector, embedder) -> None:
+    """The vector is its stored text's own embedding, and the detector finds no address in the text: that lowers an
+    address finding only where the validators agree the text holds none. A street address the detector misses
+    keeps the finding at its severity, said to be not confirmed by the detector."""
+    texts = {"missed": "Ship it to 742 Evergreen Terrace next week.", "clean": "Ship it to the usual place next week."}
+    assert not [d for d in detector.detect(texts["missed"]) if d.pii_type is PiiType.ADDRESS], "the gap"
+    vectors = embedder.encode(list(texts.values()))
+    records = [VectorRecord(rid, v, text=t) for (rid, t), v in zip(texts.items(), vectors, strict=True)]
+    scanner = Scanner([ProbesAddress()], detector, dimension=384, source_embedder=embedder)
+    findings = {f.record_id: f for f in scanner.scan(ListConnector(records)).findings}
+    assert all(f.vector_matches_source and f.confirmed_by_source == {"ADDRESS": False} for f in findings.values())
+    assert findings["missed"].severity is Severity.MEDIUM
+    assert findings["clean"].severity is Severity.LOW
+
+
 def test_each_evidence_says_which_claim_it_is_with_the_numbers_behind_it(detector) -> None:
     records = [VectorRecord(id="r1", vector=np.full(384, 0.05, dtype=np.float32))]
     result = Scanner([Claims()], detector, dimension=384).scan(ListConnector(records))

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from vdbguard.data.medical import CONDITIONS, DRUGS
 from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 
@@ -74,11 +75,11 @@ def _gazetteer_names() -> frozenset[str]:
             if isinstance(values, (list, tuple, dict)):  # a few locales compute names in a property
                 names.update(str(name).lower() for name in values)
     plausible = {name for name in names if name.isascii() and name.isalpha() and len(name) > 2}
-    return frozenset(plausible - _common_words() - STOP_WORDS)
+    return frozenset(plausible - common_words() - STOP_WORDS)
 
 
 @lru_cache(maxsize=1)
-def _common_words() -> frozenset[str]:
+def common_words() -> frozenset[str]:
     """Words that are evidence of nothing: calendar names, lorem words, and every word of clean text."""
     import calendar
 
@@ -113,28 +114,100 @@ GAZETTEER_SCORE = 0.6
 _WORD_RUN = re.compile(r"\w+")
 
 
+# spaCy's labels for mentions that are not people: a listed name inside one ("Carnegie Mellon University", "in Chad")
+# is a place, an organisation or a title
+_NOT_A_PERSON = frozenset({"GPE", "LOC", "ORG", "FAC", "NORP", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE", "LAW"})
+
+
 def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: float):  # -> EntityRecognizer
     """Presidio's deny-list recognizer, by set lookup: each maximal run of word characters whose lower case is
     in ``words``, which is exactly what the deny list's regex matches. That regex (one alternation of 30,000
-    names) cost 9 ms per text, ten times the rest of the analyzer (BENCHMARKS.md, "PII detector")."""
+    names) cost 9 ms per text, ten times the rest of the analyzer (BENCHMARKS.md, "PII detector").
+
+    Inversion output is lower-case word soup, where every listed word counts. In prose (a text with capitals) a
+    listed word counts only when capitalised and outside any mention spaCy calls a place, organisation, product or
+    title: there "bright", "in Chad" and "Carnegie Mellon University" name nobody."""
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     class WordListRecognizer(EntityRecognizer):
         def load(self) -> None:
             pass
 
-        def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
             metadata = {
                 RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                 RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
             }
+            prose = any(c.isupper() for c in text) and any(c.islower() for c in text)
+            others = _other_mentions(nlp_artifacts) if prose else []
             return [
                 RecognizerResult(entity, match.start(), match.end(), score, recognition_metadata=dict(metadata))
                 for match in _WORD_RUN.finditer(text)
                 if match.group().lower() in words
+                and not (prose and not match.group()[0].isupper())
+                and not any(_names_no_one(match.group(), *mention, match.start()) for mention in others)
             ]
 
     return WordListRecognizer(supported_entities=[entity], name=name)
+
+
+def _other_mentions(nlp_artifacts: Any) -> list[tuple[int, int, str]]:
+    doc = getattr(getattr(nlp_artifacts, "tokens", None), "doc", None)
+    if doc is None:
+        return []
+    return [(e.start_char, e.end_char, e.label_) for e in doc.ents if e.label_ in _NOT_A_PERSON]
+
+
+def _names_no_one(word: str, start: int, end: int, label: str, at: int) -> bool:
+    """Whether a listed word at ``at`` lies in spaCy's non-person mention ``start:end``: a name of several words
+    ("Carnegie Mellon University", "the Communist Manifesto") or one word spaCy calls a place. A single word it
+    calls an organisation is often a surname ("Brockhouse, Canadian physicist"): that one still counts."""
+    return start <= at < end and (end - start > len(word) or label in ("GPE", "LOC", "FAC"))
+
+
+def luhn_card_recognizer():  # -> PatternRecognizer
+    """Any 12 to 19 digits (grouped by spaces or dashes) that pass the Luhn check: Presidio's own pattern knows
+    only older issuer ranges and missed every Mastercard 2-series and Maestro number (BENCHMARKS.md)."""
+    from presidio_analyzer import Pattern, PatternRecognizer
+
+    class LuhnCardRecognizer(PatternRecognizer):
+        def validate_result(self, pattern_text: str) -> bool:
+            return luhn_valid(re.sub(r"[ -]", "", pattern_text))
+
+    pattern = Pattern("luhn-digits", _DIGIT_GROUPS.format(low=11, high=18), 0.5)
+    context = ["card", "credit", "debit", "visa", "mastercard", "amex", "maestro", "cc", "payment", "charged"]
+    return LuhnCardRecognizer(supported_entity="CREDIT_CARD", name="LuhnCardRecognizer", patterns=[pattern],
+                              context=context)  # fmt: skip
+
+
+def iban_recognizer():  # -> EntityRecognizer
+    """IBANs by checksum, the longest valid prefix of each run of capitals and digits: Presidio's pattern is
+    greedy and case-blind, so a word after some IBANs joined the match and failed the checksum."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class ChecksumIbanRecognizer(EntityRecognizer):
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+            found = []
+            for match in _IBAN_RUN.finditer(text):
+                run = match.group()
+                ends = [i + 1 for i, c in enumerate(run) if c != " "]
+                for end in reversed(ends):
+                    if (end == len(run) or run[end] == " ") and iban_valid(run[:end]):
+                        metadata = {RecognizerResult.RECOGNIZER_NAME_KEY: self.name}
+                        start = match.start()
+                        found.append(RecognizerResult("IBAN_CODE", start, start + end, 1.0, metadata))
+                        break
+            return found
+
+    return ChecksumIbanRecognizer(supported_entities=["IBAN_CODE"], name="ChecksumIbanRecognizer")
+
+
+# a run of digits grouped by single spaces or dashes, not part of a longer run: "4111-1111-1111-1111-column" holds one
+_DIGIT_GROUPS = r"(?<![\w.])(?<!\d[ -])\d(?:[ -]?\d){{{low},{high}}}(?![ -]?\d)"
+_IBAN_RUN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
 
 
 @contextlib.contextmanager
@@ -191,6 +264,19 @@ def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
             context=["ssn", "social", "security"],
         )
     )
+    analyzer.registry.remove_recognizer("CreditCardRecognizer")  # its issuer ranges miss today's cards; ours reads all
+    analyzer.registry.add_recognizer(luhn_card_recognizer())
+    analyzer.registry.remove_recognizer("IbanRecognizer")
+    analyzer.registry.add_recognizer(iban_recognizer())
+    analyzer.registry.remove_recognizer("UsBankRecognizer")  # 8 to 17 digits by context; this reads 6 to 17
+    analyzer.registry.add_recognizer(
+        PatternRecognizer(
+            supported_entity="US_BANK_NUMBER",
+            name="AccountNumberRecognizer",
+            patterns=[Pattern("account-digits", _DIGIT_GROUPS.format(low=5, high=16), 0.1)],
+            context=["account", "acct", "a/c", "routing", "bank", "checking", "savings", "deposit", "sort", "iban"],
+        )
+    )
     return analyzer
 
 
@@ -199,10 +285,14 @@ WINDOW, OVERLAP = 20_000, 200  # characters per analysis, and shared by neighbou
 
 
 def _merged(detections: Iterable[Detection]) -> list[Detection]:
-    """One detection per span and type (overlapping windows find some twice), in text order."""
+    """One detection per span and type (overlapping windows and several recognizers find some twice), in text
+    order: the best scored, ties by recognizer name, so every process reports the same one."""
     found: dict[tuple[int, int, PiiType], Detection] = {}
     for detection in detections:
-        found.setdefault((detection.start, detection.end, detection.pii_type), detection)
+        key = (detection.start, detection.end, detection.pii_type)
+        held = found.get(key)
+        if held is None or (detection.score, held.recognizer) > (held.score, detection.recognizer):
+            found[key] = detection
     return sorted(found.values(), key=lambda d: (d.start, d.end))
 
 
@@ -210,7 +300,9 @@ class PresidioDetector(Detector):
     """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context."""
 
     name: ClassVar[str] = "presidio"
-    version: ClassVar[int] = 2  # 2: without spaCy's parser, whose sentence breaks cut dates in two
+    # 2: without spaCy's parser, whose sentence breaks cut dates in two; 3: Luhn cards, IBANs by checksum, accounts by
+    # context, the name list only where prose capitalises a word outside a place or a longer name
+    version: ClassVar[int] = 3
     max_chars: ClassVar[int | None] = MAX_CHARS
 
     def __init__(self, min_score: float = 0.4) -> None:

@@ -15,6 +15,7 @@ from vdbguard.reports.base import ReportWriter
 from vdbguard.reports.schema import Report, Severity
 
 MAX_MARKDOWN_FINDINGS = 200
+NOT_CONFIRMED = "not confirmed by the detector"  # which misses some: never read as "the text lacks it"
 
 # Characters Markdown (CommonMark, GFM, GitHub's math) may read as syntax anywhere in a line. `_` between two
 # letters or digits cannot start or end emphasis, so ``EMAIL_ADDRESS`` stays readable; `!`, `(` and `)` are inert
@@ -131,11 +132,10 @@ def render_markdown(report: Report) -> str:
             f"{a.probability:.2f}≥{a.threshold:.2f}"
             for a in finding.inferred_attributes
         )
-        confirmed = (
-            "n/a"
-            if finding.confirmed_by_source is None
-            else ", ".join(f"{escape_text(k)}:{'yes' if v else 'no'}" for k, v in finding.confirmed_by_source.items())
-        )
+        confirmed = "n/a"
+        if finding.confirmed_by_source is not None:
+            found = finding.confirmed_by_source.items()
+            confirmed = ", ".join(f"{escape_text(k)}: {'found' if v else NOT_CONFIRMED}" for k, v in found)
         rows.append(
             [
                 code_span(finding.record_id),
@@ -146,7 +146,7 @@ def render_markdown(report: Report) -> str:
                 confirmed,
             ]
         )
-    lines += _table(["record", "severity", "PII", "evidence", "recovered words", "in stored text"], rows)
+    lines += _table(["record", "severity", "PII", "evidence", "recovered words", "detector on stored text"], rows)
     if report.record_problems:
         lines += ["", f"## Record problems ({len(report.record_problems)})", ""]
         lines += _table(
@@ -238,12 +238,15 @@ def _quality(report: Report) -> list[str]:
         ]
         if c.aligned_to:
             lines += [f"Attacks ran aligned into {code_span(c.aligned_to)} (held-out cosine {c.alignment_cosine})."]
+    if report.quality_not_measured and not report.expected_quality:
+        lines += ["", "## What a flag means", "", escape_text(report.quality_not_measured)]
     if report.expected_quality:
         lines += [
             "",
             "## What a flag means",
             "",
-            "This kind of scan, measured on real text (benchmarks/real_text.py):",
+            f"This kind of scan ({escape_text(report.expected_quality[0].mode)} verdict, embedder "
+            f"{code_span(report.embedder.name)}), measured on real text (benchmarks/real_text.py):",
             "",
         ]
         lines += _table(

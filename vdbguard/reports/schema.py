@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 
 class Severity(StrEnum):
@@ -57,8 +57,9 @@ class Finding(BaseModel):
     recovered_words: list[str] = Field(default_factory=list, description="bag-of-words output, masked")
     confirmed_by_source: dict[str, bool] | None = Field(
         default=None,
-        description="for each flagged type, whether the record's stored text really contains it; "
-        "null when the record stores no text",
+        description="for each flagged type, whether the PII detector found it in the record's stored text (false: "
+        "not confirmed by the detector, which misses some; severity is lowered on it only where checksum and shape "
+        "validators agree the text lacks the type); null when the record stores no text",
     )
     recovered_words_in_source: int | None = Field(
         default=None, description="how many recovered words occur in the stored text"
@@ -198,7 +199,12 @@ class Report(BaseModel):
         default=None, description="owner-side calibration, when the scan fitted (or reused) one"
     )
     expected_quality: list[ExpectedQuality] = Field(
-        default_factory=list, description="the verdicts' measured quality on real text, for this kind of scan"
+        default_factory=list,
+        description="the verdicts' measured quality on real text, for this embedder and verdict mode; empty when "
+        "none was measured (then quality_not_measured says so)",
+    )
+    quality_not_measured: str | None = Field(
+        default=None, description="why expected_quality is empty: the embedder and mode nobody measured (schema 1.5)"
     )
     coverage: Coverage | None = Field(default=None, description="set by scans that keep state or use budgets")
     history: list[RunSummary] = Field(

@@ -25,6 +25,7 @@ import numpy as np
 from vdbguard.attacks import Attack, Inference
 from vdbguard.connectors.base import Connector
 from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.validators import may_hold
 from vdbguard.embedders import SAME_TEXT, Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
@@ -286,8 +287,8 @@ class Scanner:
         overrides = self.policy.severity_by_type if self.policy else None
         severity = severity_of(flagged, recovered_verbatim=bool(text) and verbatim, overrides=overrides)
         matches = self._vector_matches(record, text)
-        if matches and not flagged & source_types:  # the vector holds no more than a text without these types
-            severity = Severity.LOW
+        if matches and not flagged & source_types and not any(may_hold(t, text or "") for t in flagged):
+            severity = Severity.LOW  # the vector holds no more than a text that the detector and validators clear
         return Finding(
             record_id=record.id,
             collection=record.collection,

@@ -30,7 +30,7 @@ from vdbguard.scan.distributed import RayExecutor, scan_on_ray
 from vdbguard.scan.engine import DeepTier, FindingPolicy, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
 from vdbguard.scan.owner import AUTO, CalibrationOptions, has_saved_calibration, owner_calibration
-from vdbguard.scan.quality import expected_quality
+from vdbguard.scan.quality import quality_for
 from vdbguard.scan.state import ScanStore, target_key, verdict_key
 
 AUTO_EMBEDDER = "auto"
@@ -202,6 +202,7 @@ def scan_collection(
     if previous is not None and previous.coverage is not None:  # nothing attacked: same settings, same models
         identity, attack_info = previous.embedder, previous.attacks
         calibration_report, quality = previous.calibration, previous.expected_quality
+        unmeasured = previous.quality_not_measured
     else:
         if not built:
             build()
@@ -211,9 +212,10 @@ def scan_collection(
             AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
             for a in (*built["scanner"].attacks, *deep_attacks)
         ]
-        quality = expected_quality(
-            ("default" if fused else "any") if calibration_report is None else "store" if embedder is None else "owner"
-        )
+        mode = "default" if fused else "any"
+        if calibration_report is not None:
+            mode = "store" if embedder is None else "owner"
+        quality, unmeasured = quality_for(mode, "store" if embedder is None else embedder.name)
     report = Report(
         tool_version=version("vdbguard"),
         created_at=datetime.now(UTC),
@@ -235,6 +237,7 @@ def scan_collection(
         history=result.history,
         calibration=calibration_report,
         expected_quality=quality,
+        quality_not_measured=unmeasured,
     )
     if not isinstance(result.findings, list):
         report = report.spooled(result.findings)
