@@ -1,14 +1,20 @@
-"""The contract every store adapter implements: describe, stream pages resumably, upsert."""
+"""The contract every store adapter implements: list the store's collections, describe one, stream its pages
+resumably, upsert."""
 
 from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from vdbguard.errors import VdbguardError
 from vdbguard.records import Batch, VectorRecord
+
+STORE_WIDE = "*"
+"""The ``collection`` a connector is built with to list its store (:meth:`Connector.list_collections`): a name no
+store's collection has, so that a message from the store names the store, not a collection."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,22 @@ class Connector(ABC):
 
     name: ClassVar[str]
     extra: ClassVar[str]
+
+    @classmethod
+    def list_collections(cls, **settings: Any) -> list[str]:
+        """Every collection of the store that ``settings`` (the connector's own, without ``collection``) reach,
+        sorted and each once: what ``scan --collection '*'`` expands. Each name, passed back as ``collection``,
+        opens that collection. It only reads, as a scan does (embedded stores through the same private copy).
+        A connector that cannot enumerate its store raises a VdbguardError saying so, before it connects."""
+        if cls._collection_names is Connector._collection_names:
+            raise _cannot_list(cls.name)
+        with cls(collection=STORE_WIDE, **settings) as connector:
+            return sorted(set(connector._collection_names()))
+
+    def _collection_names(self) -> Iterable[str]:
+        """The store's collections, in any order, for :meth:`list_collections`; overridden by every connector
+        that can enumerate its store (the connector was built on :data:`STORE_WIDE`)."""
+        raise _cannot_list(self.name)
 
     @abstractmethod
     def describe(self) -> CollectionInfo: ...
@@ -125,3 +147,10 @@ def offset_partitions(total: int, count: int, cursor_at: Callable[[int], str]) -
         Partition(cursor_at(start), None if i == shares - 1 else stop - start)
         for i, (start, stop) in enumerate(itertools.pairwise(bounds))
     ]
+
+
+def _cannot_list(name: str) -> VdbguardError:
+    return VdbguardError(
+        f"the {name} connector cannot list a store's collections",
+        'name the collections: --collection a,b (or collections = ["a", "b"] in a job file)',
+    )

@@ -33,6 +33,7 @@ from vdbguard.records import Batch, Columns, VectorRecord, payload_bytes
 
 _CURSOR = re.compile(r"offset:(\d+)")
 _INCLUDE: Any = ["embeddings", "documents", "metadatas"]
+_LIST_PAGE = 100  # collections a list_collections call asks for
 _START_HINT = "is the server running? start one with `chroma run --path DIR --host 127.0.0.1 --port PORT`"
 
 
@@ -167,6 +168,17 @@ class ChromaConnector(StoreCalls, Connector):
         return self._failure(what, exc, _START_HINT if self._store.remote else None)
 
     # -- Connector API -------------------------------------------------------------------------
+
+    def _collection_names(self) -> list[str]:
+        """The collections of this tenant and database, a page of ``list_collections`` at a time (a server may
+        hold many). An embedded store is listed in its private copy, which holds no collection's index."""
+        client = self._store.reader()
+        names: list[str] = []
+        while True:
+            page = self._call("list_collections", client.list_collections, limit=_LIST_PAGE, offset=len(names))
+            names += [getattr(c, "name", str(c)) for c in page]
+            if len(page) < _LIST_PAGE:
+                return names
 
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         if len(vector_names) > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -10,7 +11,7 @@ import sys
 import threading
 import types
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
@@ -207,6 +208,28 @@ class LanceDBConnector(Connector):
         return _Layout(schema, vectors, primary, text, json_payload, others, meta.get("metric"))
 
     # -- Connector API -------------------------------------------------------------------------
+
+    def _collection_names(self) -> list[str]:
+        """The database's tables (its root namespace), a page of ``list_tables`` at a time."""
+        db = self._connect()
+        if not hasattr(db, "list_tables"):  # lancedb before list_tables: one call names every table
+            return list(self._listing(db.table_names))
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page = self._listing(functools.partial(db.list_tables, page_token=token))
+            names += page.tables
+            token = page.page_token
+            if not token or not page.tables:
+                return names
+
+    def _listing(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except Exception as exc:
+            raise ConnectorError(
+                f"cannot list the tables of the LanceDB database at {self.location}: {_describe(exc)}"
+            ) from exc
 
     def describe(self) -> CollectionInfo:
         table = self._open()

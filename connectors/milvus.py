@@ -211,6 +211,11 @@ class MilvusConnector(StoreCalls, Connector):
 
     # -- Connector API -------------------------------------------------------------------------
 
+    def _collection_names(self) -> list[str]:
+        """The collections of ``db_name``; a Milvus Lite store is listed in its private copy (see the class doc)."""
+        client = self._store.reader()
+        return list(self._call("list_collections", client.list_collections))
+
     def describe(self) -> CollectionInfo:
         client = self._store.reader()
         schema = self._schema(client)

@@ -31,6 +31,14 @@ from vdbguard.records import Batch, VectorRecord
 T = TypeVar("T")
 
 _VECTOR_TYPES = ("vector", "halfvec")
+_VECTOR_TABLES = """
+    SELECT DISTINCT CASE WHEN pg_table_is_visible(c.oid) THEN c.relname ELSE n.nspname || '.' || c.relname END
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_type t ON t.oid = a.atttypid
+    WHERE t.typname = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+      AND c.relkind IN ('r', 'p', 'm', 'f') AND NOT c.relispartition
+      AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
+"""
 _TEXT_COLUMNS = ("text", "document", "content")
 _PAYLOAD_COLUMNS = ("payload", "metadata", "cmetadata", "metadata_")
 # Serialization failures, deadlocks, lock/statement timeouts, server shutting down or starting, too many
@@ -404,6 +412,14 @@ class PgvectorConnector(StoreCalls, Connector):
         return None
 
     # -- Connector API -------------------------------------------------------------------------
+
+    def _collection_names(self) -> list[str]:
+        """Every table with a ``vector`` or ``halfvec`` column, in every schema but the system's: by its own name
+        where the ``search_path`` finds it, else as ``schema.table`` (how ``collection`` names it). Views are left
+        out (their rows live in the tables they read, listed themselves), and so are partitions (their rows are
+        read through the partitioned table)."""
+        rows = self._run("list tables", lambda conn: conn.execute(_VECTOR_TABLES, (list(_VECTOR_TYPES),)).fetchall())
+        return [row[0] for row in rows]
 
     def describe(self) -> CollectionInfo:
         table = self._layout()

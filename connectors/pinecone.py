@@ -13,7 +13,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from pinecone import Pinecone, ServerlessSpec
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions, run_starts
+from vdbguard.connectors.base import (
+    STORE_WIDE,
+    CollectionInfo,
+    Connector,
+    Partition,
+    key_partitions,
+    run_starts,
+)
 from vdbguard.connectors.support import (
     StoreCalls,
     Tls,
@@ -200,24 +207,27 @@ class PineconeConnector(StoreCalls, Connector):
         status = _status(exc)
         if status in (401, 403):
             return ConnectorError(
-                f"Pinecone rejected the API key (HTTP {status}) for {what} on index {self.collection_name!r}",
+                f"Pinecone rejected the API key (HTTP {status}) for {what}{self._on_index()}",
                 "the credentials are wrong or lack access to this project: check the api_key option or "
                 "PINECONE_API_KEY",
             )
         if status is None and self._transient(exc):
             return ConnectorError(
-                f"cannot reach Pinecone for {what} on index {self.collection_name!r} "
+                f"cannot reach Pinecone for {what}{self._on_index()} "
                 f"({self.control_url if self._host is None else self._host}): {type(exc).__name__}",
                 "check the url and host options and your network" + tls_hint(exc),
             )
         shown = f"HTTP {status}: " if status else ""
         return ConnectorError(
-            f"Pinecone {what} on index {self.collection_name!r} failed: {shown}{type(exc).__name__}: "
-            f"{self._scrub(str(exc))[:500]}"
+            f"Pinecone {what}{self._on_index()} failed: {shown}{type(exc).__name__}: {self._scrub(str(exc))[:500]}"
         )
 
     def _scrub(self, text: str) -> str:
         return scrub(text, [self._api_key])
+
+    def _on_index(self) -> str:
+        """The index a message is about; none while listing the project's indexes."""
+        return "" if self.collection_name == STORE_WIDE else f" on index {self.collection_name!r}"
 
     def _describe_index(self) -> Any:
         client = self._control()
@@ -251,6 +261,11 @@ class PineconeConnector(StoreCalls, Connector):
         return counts
 
     # -- Connector API -------------------------------------------------------------------------
+
+    def _collection_names(self) -> list[str]:
+        """The project's indexes (``GET /indexes`` on the control plane); namespaces stay inside each."""
+        client = self._control()
+        return [str(_attr(index, "name")) for index in self._call("list_indexes", client.list_indexes)]
 
     def describe(self) -> CollectionInfo:
         model = self._describe_index()

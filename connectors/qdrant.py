@@ -244,6 +244,12 @@ class QdrantConnector(PointsConnector):
 
     # -- Connector API -------------------------------------------------------------------------
 
+    def _collection_names(self) -> list[str]:
+        """A server's ``GET /collections``; local mode's own catalogue, its ``meta.json`` (opening the folder with
+        the client would lock it and may rewrite it: see the class doc). Aliases are not listed: each names a
+        collection that is."""
+        return self._call("list collections", self._store.collections)
+
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         params = models.VectorParams(size=int(dimension), distance=models.Distance(distance_of(metric, "Qdrant")))
         config: Any = {n: params for n in vector_names} if vector_names else params

@@ -212,6 +212,16 @@ class QdrantEdgeConnector(PointsConnector):
 
     # -- Connector API -------------------------------------------------------------------------
 
+    def _collection_names(self) -> list[str]:
+        """The shard folders under ``path`` (or ``path`` itself when it is a shard): Edge keeps no catalogue, each
+        shard is one collection. Only names are read; no shard is loaded."""
+        if not self.root.is_dir():
+            raise ConnectorError(
+                f"Qdrant Edge path {self.location} does not exist or is not a directory",
+                "point path at a shard folder or at a folder of shards",
+            )
+        return self._existing()
+
     def ensure_collection(self, dimension: int, metric: str = "cosine", vector_names: Sequence[str] = ()) -> None:
         if self._shard_path() is not None:
             return

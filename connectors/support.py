@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
+from vdbguard.connectors.base import STORE_WIDE
+
 from vdbguard.cache import ScratchDir
 from vdbguard.credentials import redact_url, remember_secret, split_userinfo
 from vdbguard.errors import ConnectorError, VdbguardError
@@ -88,6 +90,8 @@ class StoreCalls:
         return text
 
     def _where(self, what: str) -> str:
+        if self.collection_name == STORE_WIDE:  # listing the store's collections: there is no collection to name
+            return f"{self.store} {what} at {self.location}"
         return f"{self.store} {what} on {self.collection_name!r} at {self.location}"
 
     def _detail(self, exc: BaseException) -> str:

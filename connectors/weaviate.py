@@ -19,7 +19,14 @@ import grpc
 import httpx
 import numpy as np
 import weaviate
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions, run_starts
+from vdbguard.connectors.base import (
+    STORE_WIDE,
+    CollectionInfo,
+    Connector,
+    Partition,
+    key_partitions,
+    run_starts,
+)
 from vdbguard.connectors.support import (
     StoreCalls,
     Tls,
@@ -270,7 +277,9 @@ class WeaviateConnector(StoreCalls, Connector):
             )
         if status == 403 or code == grpc.StatusCode.PERMISSION_DENIED or isinstance(exc, InsufficientPermissionsError):
             return ConnectorError(
-                f"the Weaviate API key is not authorised to {what} on {self.collection_name!r} at {self.location}",
+                f"the Weaviate API key is not authorised to {what}"
+                + ("" if self.collection_name == STORE_WIDE else f" on {self.collection_name!r}")
+                + f" at {self.location}",
                 "grant the key's role read access to the collection (and its tenants)",
             )
         if _is_connection_error(exc):
@@ -348,6 +357,12 @@ class WeaviateConnector(StoreCalls, Connector):
         return dict(sorted(status.items()))
 
     # -- Connector API -------------------------------------------------------------------------------
+
+    def _collection_names(self) -> list[str]:
+        """The schema's collections (``GET /v1/schema``), named as Weaviate stores them (first letter capitalised);
+        tenants stay inside each."""
+        collections = self._connection().collections
+        return list(self._call("list collections", lambda: collections.list_all(simple=True)))
 
     def describe(self) -> CollectionInfo:
         config = self._config()

@@ -1,6 +1,6 @@
 """Ingest documents into Qdrant and Chroma with vdbguard on the write path.
 
-Two layers, in the order the README's "Which defense" paragraph recommends:
+Two layers, in the order docs/defenses.md, "Which defense", recommends:
 
 1. Redact before embedding (``redact_then_embed``): names, contact details and identifiers are replaced
    by ``<PERSON>``, ``<EMAIL>``, ... before the model sees the text, so no inversion attack can read
@@ -34,7 +34,7 @@ from vdbguard.transforms.redaction import TextRedaction
 
 HERE = Path(__file__).resolve().parent
 COLLECTION = "notes"  # the collection examples/vdbguard.toml scans
-NOISE = 0.01  # Gaussian λ per coordinate (the README's example setting); measure yours with `vdbguard frontier`
+NOISE = 0.01  # Gaussian λ per coordinate (docs/python-api.md's example setting); measure yours with `vdbguard frontier`
 
 SAMPLES = [
     "Jane Doe asked for a refund on order 4471; reach her at jane.doe@example.com.",

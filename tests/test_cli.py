@@ -482,6 +482,7 @@ def test_a_baseline_passes_known_findings_and_a_new_leak_still_fails(scan_args, 
     assert code == 0, output
     assert same.findings == [] and same.summary.records_flagged == 0
     assert same.coverage is not None and same.coverage.findings_suppressed == len(first.findings)
+    assert {f.kind for f in first.findings} == {"vector", "stored_text"}, "both kinds are known, and both accepted"
 
     # The same store and one more record: a copy of the most severe leak under a new id.
     store = tmp_path / "store"
@@ -495,4 +496,5 @@ def test_a_baseline_passes_known_findings_and_a_new_leak_still_fails(scan_args, 
     code, output = run(*args, "--out", str(tmp_path / "grown"), "--baseline", baseline, "--fail-on", "low")
     grown = Report.model_validate_json((tmp_path / "grown" / "report.json").read_text())
     assert code == 1, output
-    assert [f.record_id for f in grown.findings] == ["note-new-leak"]
+    new = sorted((f.record_id, f.kind) for f in grown.findings)
+    assert new == [("note-new-leak", "stored_text"), ("note-new-leak", "vector")]

@@ -283,8 +283,8 @@ def statistics_findings(connector: Connector, embedder: Embedder, sample: int) -
             Severity.MEDIUM,
             f"by their statistics the stored vectors look like {embedder.name}'s raw output ({said}): every "
             "inversion attack applies as measured",
-            "protect the vectors before insert (vdbguard protect / guard; BENCHMARKS.md: redact before embedding) "
-            "and give readers of raw vectors the fewest credentials",
+            "protect the vectors before insert (vdbguard protect / guard; docs/defenses.md: redaction before "
+            "embedding) and give readers of raw vectors the fewest credentials",
             evidence=stats,
         )
     ], []
@@ -322,8 +322,8 @@ def consistency_findings(sampled: StoredTexts) -> tuple[list[AuditFinding], list
             Severity.MEDIUM,
             f"{int((~mismatched).sum())} of {len(ids)} stored vectors are {embedder.name}'s raw output for their "
             f"stored text (median cosine {median}): every inversion attack applies as measured",
-            "protect the vectors before insert (vdbguard protect / guard; BENCHMARKS.md: redact before embedding) "
-            "and give readers of raw vectors the fewest credentials",
+            "protect the vectors before insert (vdbguard protect / guard; docs/defenses.md: redaction before "
+            "embedding) and give readers of raw vectors the fewest credentials",
             evidence={"median_cosine": median},
         )
     ]

@@ -44,7 +44,8 @@ from vdbguard.reports.schema import Report, Severity
 from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
 
 if TYPE_CHECKING:
-    from vdbguard.config import Suppression
+    from vdbguard.config import JobConfig, Suppression
+    from vdbguard.reports.store_summary import StoreSummary
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 console = Console(stderr=True)
@@ -201,7 +202,13 @@ def store_options(command: Callable[..., Any], required: bool = True) -> Callabl
             click.option(
                 "--connector", "connector_name", required=required, help="Store type; see `vdbguard connectors list`."
             ),
-            click.option("--collection", required=required, help="Collection (index, class) to read."),
+            click.option(
+                "--collection",
+                required=required,
+                help="Collection (index, class) to read. scan also takes several: a comma-separated list and "
+                "shell-style globs ('*', 'tickets_*') matched against the collections the store lists, each "
+                "reported in its own folder under --out.",
+            ),
             click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store."),
             click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000."),
             click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable)."),
@@ -362,10 +369,15 @@ def _connector_factory(
     in any process (a distributed scan's workers)."""
     from vdbguard.connectors import load_connector
 
+    settings = _store_flags(path, url, option)
+    return functools.partial(load_connector(name), **{"collection": collection, **settings})
+
+
+def _store_flags(path: Path | None, url: str | None, option: tuple[str, ...]) -> dict[str, Any]:
+    """The connector's settings but ``collection``, from the flags and --option pairs; secrets remembered to mask."""
     if (path is None) == (url is None):
         raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
-    connector_cls = load_connector(name)
-    settings: dict[str, Any] = {"collection": collection, **_connector_options(option)}
+    settings: dict[str, Any] = _connector_options(option)
     settings.update({"path": path} if path is not None else {"url": url})
     remember_settings(settings)
     tls_verify = click.get_current_context().meta.get("tls_verify")
@@ -373,7 +385,7 @@ def _connector_factory(
         if url is None:
             raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
         settings["tls_verify"] = tls_verify
-    return functools.partial(connector_cls, **settings)
+    return settings
 
 
 @main.command()
@@ -534,6 +546,15 @@ def _connector_factory(
     show_default=True,
     help="With --json: how many of the most severe findings the summary lists.",
 )
+@click.option(
+    "--findings",
+    type=click.Choice(["vector", "stored_text"]),
+    multiple=True,
+    default=("vector", "stored_text"),
+    show_default=True,
+    help="Kinds of finding to report: what the vectors leak (vector), and PII or secrets the records keep in plain "
+    "text beside them (stored_text). Repeat to give both.",
+)
 @fail_on_option("low")
 @friendly_errors
 def scan(
@@ -571,9 +592,13 @@ def scan(
     baseline_file: Path | None,
     as_json: bool,
     top_findings: int,
+    findings: tuple[str, ...],
     fail_on: str,
 ) -> None:
-    """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file."""
+    """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file.
+
+    --collection 'a,b', '*' or 'tickets_*' scans each collection named or matched into --out/COLLECTION/, then
+    writes store-summary.json and store-summary.md into --out: which collections hold the risk."""
     summary = _json_summary(fail_on, top_findings) if as_json else None
     baseline = _load_baseline(baseline_file)
     if config_file is not None:
@@ -590,6 +615,11 @@ def scan(
 
     if executor != "ray" and (address or workers != 2):
         raise click.UsageError("--address and --workers are for --executor ray")
+    patterns = _collection_patterns(collection)
+    if patterns is not None:
+        with _resume_hint(state):
+            config = _job_from_flags(click.get_current_context().params, patterns)
+            _exit(_run_config(config, baseline, summary, webhook, store_folders=False), summary)
     writable_dir(out)
     if state is not None:
         writable_dir(state.parent, "the --state folder")
@@ -621,6 +651,7 @@ def scan(
                 deep_budget=(deep_sample, deep_max_records, deep_max_seconds),
                 deep_record_seconds=deep_record_seconds,
                 executor=RayExecutor(open_connector, workers, address) if executor == "ray" else None,
+                finding_kinds=findings,
             )
     duration = time.monotonic() - started
     report = _apply_baseline(report, baseline, state)
@@ -719,13 +750,105 @@ def _print_coverage(report: Report) -> None:
     say(escape(line), "coverage", **c.model_dump())
 
 
+def _collection_patterns(collection: str) -> list[str] | None:
+    """The collections --collection names when it names several (a comma-separated list, shell-style globs);
+    None for one collection by name, which is scanned into --out itself as it always was."""
+    from vdbguard.scan.job import is_pattern
+
+    if "," not in collection and not is_pattern(collection):
+        return None
+    patterns = [part.strip() for part in collection.split(",") if part.strip()]
+    if not patterns:
+        raise click.BadParameter(f"{collection!r} names no collection", param_hint="--collection")
+    return patterns
+
+
+def _job_from_flags(params: dict[str, Any], collections: list[str]) -> JobConfig:
+    """`scan --collection PATTERN` as the job that scans those collections with the flags' settings, so that it
+    runs as a job file's collections do: one after another, a report folder each, one --state for all."""
+    from pydantic import ValidationError
+
+    from vdbguard.attacks import DEFAULT_ATTACKS
+    from vdbguard.config import AttackSettings, JobConfig, JobSettings, OutputSettings, StoreSettings, describe_errors
+
+    for flag in ("save_calibration", "load_calibration"):
+        if params[flag] is not None:
+            raise click.UsageError(
+                f"--{flag.replace('_', '-')} is for a scan of one collection; with --state each collection of "
+                "several keeps its own calibration"
+            )
+    store = StoreSettings.from_flags(
+        params["connector_name"], params["path"], params["url"], _store_flags_of(params), collections
+    )
+    kinds = {"findings": list(params["findings"])} if params.get("findings") else {}
+    try:
+        return JobConfig(
+            job=JobSettings(
+                state=params["state"],
+                embedder=params["embedder"],
+                profile=params["profile"],
+                verdict=params["verdict"],
+                target_fpr=params["target_fpr"],
+                owner_calibration=params["owner_calibration"],
+                calibration_sample=params["calibration_sample"],
+                batch_size=params["batch_size"],
+                executor=params["executor"],
+                ray_address=params["address"],
+                workers=params["workers"],
+                fail_on=params["fail_on"],
+                **kinds,
+            ),
+            stores=[store],
+            attacks=AttackSettings(
+                fast=list(params["attack_names"] or DEFAULT_ATTACKS),
+                sample=params["sample"],
+                deep=list(params["deep_attack_names"]),
+                deep_sample=params["deep_sample"],
+                deep_max_records=params["deep_max_records"],
+                deep_max_seconds=params["deep_max_seconds"],
+                deep_record_seconds=params["deep_record_seconds"],
+            ),
+            output=OutputSettings(
+                dir=params["out"],
+                formats=list(params["formats"]),
+                show_pii=params["show_pii"],
+                metrics_file=params["metrics_file"],
+            ),
+        )
+    except ValidationError as exc:
+        raise VdbguardError(
+            f"the scan's flags have problems:\n{describe_errors(exc)}", "see `vdbguard scan --help`"
+        ) from exc
+
+
+def _store_flags_of(params: dict[str, Any]) -> dict[str, Any]:
+    """The connector settings the flags give, less path and url (a StoreSettings keeps those apart)."""
+    settings = _store_flags(params["path"], params["url"], params["option"])
+    return {key: value for key, value in settings.items() if key not in ("path", "url")}
+
+
 def _run_job_file(config_file: Path, baseline: list[Suppression], summary: JsonSummary | None) -> int:
-    """Every collection of the job, the baseline's suppressions added to the job's; the exit code is the worst."""
+    """Every collection of the job file; the exit code is the worst."""
     from vdbguard.config import load_job
-    from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
-    from vdbguard.scan.job import run_job
 
     config = load_job(config_file)
+    webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
+    return _run_config(config, baseline, summary, webhook)
+
+
+def _run_config(
+    config: JobConfig,
+    baseline: list[Suppression],
+    summary: JsonSummary | None,
+    webhook: str | None,
+    store_folders: bool = True,
+) -> int:
+    """Every collection of the job, the baseline's suppressions added to the job's, then the store summary; the
+    exit code is the worst."""
+    from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
+    from vdbguard.reports.store_summary import StoreSummary
+    from vdbguard.scan.job import run_job
+
     _say_expired(config.expired_suppressions(datetime.date.today()))
     if baseline:
         config = config.model_copy(update={"suppressions": [*config.suppressions, *baseline]})
@@ -733,7 +856,7 @@ def _run_job_file(config_file: Path, baseline: list[Suppression], summary: JsonS
         summary.fail_on = config.job.fail_on
     code = EXIT_CLEAN
     metrics_file = config.resolve(config.output.metrics_file)
-    webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
+    store_summary = StoreSummary()
 
     def metrics_path(store: str, collection: str) -> Path:
         assert metrics_file is not None
@@ -748,7 +871,8 @@ def _run_job_file(config_file: Path, baseline: list[Suppression], summary: JsonS
                 logging.getLogger(__name__).warning("%s", exc)
 
     with _progress() as progress:
-        for result in run_job(config, progress=progress, on_failure=failed):
+        for result in run_job(config, progress=progress, on_failure=failed, store_folders=store_folders):
+            store_summary.add(result.report, result.store, result.out)
             where, paths = f"{result.store}/{result.collection}", report_paths(result.out, config.output.formats)
             say(f"{escape(where)}: reports in {escape(str(result.out))}", "reports_written", paths=paths)
             collection_code = exit_code(result.report, config.job.fail_on)
@@ -763,7 +887,21 @@ def _run_job_file(config_file: Path, baseline: list[Suppression], summary: JsonS
             if webhook:
                 post_webhook(webhook, webhook_payload(result.report, result.duration_s))
             code = max(code, collection_code)
+    output_dir = config.resolve(config.output.dir)
+    assert output_dir is not None
+    _store_summary(store_summary, output_dir, summary is None)
     return code
+
+
+def _store_summary(store_summary: StoreSummary, out: Path, print_it: bool) -> None:
+    """Write store-summary.json and .md into ``out`` and say where; print the table unless stdout is --json's."""
+    paths = [str(path) for path in store_summary.write(out)]
+    say("store summary written to " + " and ".join(map(escape, paths)), "store_summary_written", paths=paths)
+    if print_it:
+        header, rows = store_summary.table()
+        title = "vdbguard: collections, riskiest first (records with findings of each kind; sensitivity: share of "
+        title += "records with a high or critical finding)"
+        print_table(header, [[escape(cell) for cell in row] for row in rows], title=title)
 
 
 @contextlib.contextmanager

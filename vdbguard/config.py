@@ -62,6 +62,12 @@ class JobSettings(_Strict):
         default=None, description="A running Ray cluster's address; default a local cluster of `workers` CPUs."
     )
     workers: int = Field(default=2, ge=1, description="With executor 'ray': attack actors, one CPU each.")
+    findings: list[Literal["vector", "stored_text"]] = Field(
+        default_factory=lambda: ["vector", "stored_text"],
+        min_length=1,
+        description="Kinds of finding to report: vector (what the vectors leak to an attacker) and stored_text (PII "
+        "or secrets the records keep in plain text beside them).",
+    )
     fail_on: Literal["low", "medium", "high", "critical", "never"] = Field(
         default="high", description="Exit 1 when any finding is at least this severe."
     )
@@ -74,7 +80,7 @@ class StoreSettings(_Strict):
     connector: str = Field(description="Store type; see `vdbguard connectors list`.")
     path: Path | None = Field(default=None, description="Directory of an embedded store (relative to this file).")
     url: str | None = Field(default=None, description="URL of a store server (no credentials in it).")
-    collections: list[str] = Field(min_length=1)
+    collections: list[str] = Field(min_length=1)  # names, or globs ("*", "tickets_*"): see vdbguard.scan.job
     credentials: dict[str, str] = Field(
         default_factory=dict,
         description="Connector setting -> NAME of the environment variable holding it, e.g. api_key = "
@@ -126,13 +132,23 @@ class StoreSettings(_Strict):
                 )
         return options
 
+    @classmethod
+    def from_flags(
+        cls, connector: str, path: Path | None, url: str | None, options: dict[str, Any], collections: list[str]
+    ) -> StoreSettings:
+        """The store a ``scan --collection PATTERN`` names with its flags. Built without a job file's checks on
+        purpose: a command line may carry credentials (a URL's password, ``--option api_key=...``), which the CLI
+        has already remembered to mask and which reach no file; the CLI checks path against url itself."""
+        return cls.model_construct(connector=connector, path=path, url=url, options=options, collections=collections)
+
     @property
     def label(self) -> str:
         return self.name or self.connector
 
-    def connector_settings(self, collection: str, base_dir: Path) -> dict[str, Any]:
-        """The connector's keyword arguments, credentials read from the environment now."""
-        settings: dict[str, Any] = {"collection": collection, **self.options}
+    def store_settings(self, base_dir: Path) -> dict[str, Any]:
+        """The connector's keyword arguments but ``collection`` (what listing the store takes), credentials read
+        from the environment now."""
+        settings: dict[str, Any] = dict(self.options)
         settings.update({"path": base_dir / self.path} if self.path is not None else {"url": self.url})
         for setting, variable in self.credentials.items():
             value = os.environ.get(variable)
@@ -144,6 +160,10 @@ class StoreSettings(_Strict):
             settings[setting] = value
         remember_settings(settings)
         return settings
+
+    def connector_settings(self, collection: str, base_dir: Path) -> dict[str, Any]:
+        """The connector's keyword arguments for one collection, credentials read from the environment now."""
+        return {"collection": collection, **self.store_settings(base_dir)}
 
 
 class AttackSettings(_Strict):
@@ -388,7 +408,7 @@ fail_on = "high"                 # exit 1 when a finding is at least this severe
 [[stores]]
 connector = "chroma"             # see `vdbguard connectors list`
 path = "chroma-data"             # an embedded store; a server takes url = "http://host:port"
-collections = ["tickets"]
+collections = ["tickets"]        # or globs matched against what the store lists: ["*"], ["tickets_*"]
 # [stores.credentials]           # connector setting = NAME of the environment variable that holds it
 # api_key = "QDRANT_API_KEY"
 # [stores.options]               # other connector settings

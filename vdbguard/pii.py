@@ -15,6 +15,7 @@ class PiiType(StrEnum):
     MEDICAL = "MEDICAL"
     CREDIT_CARD = "CREDIT_CARD"
     ACCOUNT_NUMBER = "ACCOUNT_NUMBER"
+    SECRET = "SECRET"  # API keys, tokens, private keys, passwords: always masked, even with --show-pii
 
 
 PROBED_TYPES: tuple[PiiType, ...] = (

@@ -42,6 +42,12 @@ class VectorRecord:
         """The record's stored text, if the store keeps it beside the vector."""
         return self.text or payload_text(self.payload)
 
+    def stored_texts(self) -> list[tuple[str, str]]:
+        """Every text the record keeps in plain sight, by field: its document and each string of its payload."""
+        texts = [("document", self.text)] if self.text and self.text.strip() else []
+        strings = ((key, value) for key, value in self.payload.items() if isinstance(value, str) and value.strip())
+        return texts + [(f"payload.{key}", value) for key, value in strings]
+
     def checked_vector(self, dimension: int | None = None, *, attackable: bool = False) -> np.ndarray:
         """The vector as float32, or a RecordError naming this record and what is wrong with it. ``attackable``
         also refuses an all-zero vector: no embedder makes one, and it holds nothing to recover."""

@@ -54,3 +54,29 @@ def test_every_vector_comes_back_as_pgvector_reads_it(pgvector_server: Any, batc
             assert "small" not in record.named_vectors
         else:
             np.testing.assert_array_equal(record.named_vectors["small"], small.to_numpy().astype(np.float32))
+
+
+def test_listing_names_tables_that_hold_vectors_once_each_as_collection_opens_them(pgvector_server: Any) -> None:
+    """Every table with a vector column, a schema off the search_path's as schema.table; never a view (its rows are
+    a table's), a partition (its rows are read through its parent) or a table without vectors."""
+    import psycopg
+    from vdbguard.connectors.pgvector import PgvectorConnector
+
+    with psycopg.connect(pgvector_server.url(), autocommit=True) as conn:
+        for statement in (
+            "CREATE SCHEMA IF NOT EXISTS listing_other",
+            "CREATE TABLE IF NOT EXISTS listing_other.docs (id text PRIMARY KEY, embedding vector(2))",
+            "CREATE TABLE IF NOT EXISTS listing_plain (id text PRIMARY KEY, body text)",
+            "CREATE OR REPLACE VIEW listing_view AS SELECT * FROM listing_other.docs",
+            "CREATE TABLE IF NOT EXISTS listing_parted (id int PRIMARY KEY, e halfvec(2)) PARTITION BY RANGE (id)",
+            "CREATE TABLE IF NOT EXISTS listing_part_1 PARTITION OF listing_parted FOR VALUES FROM (0) TO (100)",
+            "INSERT INTO listing_other.docs VALUES ('a', '[1,2]') ON CONFLICT DO NOTHING",
+            "INSERT INTO listing_parted VALUES (1, '[1,2]') ON CONFLICT DO NOTHING",
+        ):
+            conn.execute(statement)
+    listed = PgvectorConnector.list_collections(url=pgvector_server.url())
+    mine = [name for name in listed if "listing" in name]
+    assert mine == ["listing_other.docs", "listing_parted"]
+    for name in mine:
+        with PgvectorConnector(collection=name, url=pgvector_server.url()) as connector:
+            assert connector.describe().count == 1

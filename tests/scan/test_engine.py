@@ -16,7 +16,7 @@ from vdbguard.attacks import Attack, Inference
 from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord, record_digest
-from vdbguard.reports.schema import Severity
+from vdbguard.reports.schema import Finding, Severity
 from vdbguard.scan import DeepTier, Scanner, ScanStore, severity_of
 from vdbguard.scan.engine import DEEP_CHUNK, ScanResult, duplicate_id
 from vdbguard.scan.state import DUPLICATE_ID
@@ -508,3 +508,41 @@ def test_a_recovered_text_is_read_by_the_detector_once_per_scan_and_judged_as_if
     forgotten = scan()
     assert len(read) == 6 * 2 + 2, "each of the 6 pages reads its own 2 word bags, and 2 read the stored text"
     assert remembered == forgotten and {f.record_id for f in remembered} >= {"r0", "r2"}
+
+
+def test_stored_text_findings_name_the_field_mask_the_value_and_can_be_turned_off(
+    small_attacks, detector, embedder, tmp_path: Path
+) -> None:
+    """A record that keeps PII or a secret in its document or payload gets a stored-text finding of its own,
+    beside any vector finding: types, fields, masked values (a secret masked even when PII is shown). A record whose
+    text holds nothing gets none; a scan told to report vector findings only reports none of this kind."""
+    texts = {
+        "doc": "Refund requested by Dana Whitfield, card 4111 1111 1111 1111, charged twice.",
+        "clean": "The printer on the third floor jams again.",
+        "payload": "Quarterly access review.",
+    }
+    vectors = embedder.encode(list(texts.values()))
+    records = [VectorRecord(rid, vector, text=text) for (rid, text), vector in zip(texts.items(), vectors, strict=True)]
+    records[2].payload = {"owner": "ops@example.org", "note": "db_password = 'Tr0ub4dor&3xyz'"}
+    path = tmp_path / "store"
+    with ChromaConnector(collection="notes", path=path, create=True) as store:
+        store.upsert(records)
+
+    def stored(**options) -> dict[str, Finding]:
+        scanner = Scanner(small_attacks, detector, dimension=384, **options)
+        with ChromaConnector(collection="notes", path=path) as connector:
+            found = scanner.scan(connector).findings
+        return {f.record_id: f for f in found if f.kind == "stored_text"}
+
+    shown = stored(finding_kinds=("vector", "stored_text"), mask_pii=False)
+    assert set(shown) == {"doc", "payload"}
+    doc, payload = shown["doc"], shown["payload"]
+    assert doc.fields == ["document"] and {"PERSON", "CREDIT_CARD"} <= set(doc.pii_types)
+    assert doc.severity.rank >= Severity.HIGH.rank, "a card is high, and a name linked to it one worse"
+    assert "4111 1111 1111 1111" in {e.recovered for e in doc.evidence}, "--show-pii shows PII"
+    assert set(payload.fields) == {"payload.owner", "payload.note"} and set(payload.pii_types) == {"EMAIL", "SECRET"}
+    secret = next(e for e in payload.evidence if e.pii_type == "SECRET")
+    assert secret.attack == "stored-text" and "Tr0ub4dor&3xyz" not in (secret.recovered or ""), "secrets: never shown"
+    masked = stored(finding_kinds=("vector", "stored_text"))
+    assert "Dana" not in masked["doc"].model_dump_json() and "4111 1111" not in masked["doc"].model_dump_json()
+    assert stored(finding_kinds=("vector",)) == {}

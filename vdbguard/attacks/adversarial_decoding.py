@@ -25,7 +25,7 @@ the name lacks); words it finds more than ``spell_plausibility`` nats less likel
 dropped ("Renewalde"), the embedder scores the rest in the sentence, and the closest replaces the word if it
 comes ``spell_margin`` closer. The language model spells, the embedder chooses, and no name list is involved.
 Under a time budget it runs only in what the search leaves. It is off because it did not pay on held-out names
-(BENCHMARKS.md, "Adversarial decoding v8: spelling names out"): the language model rarely proposes the rare name
+(BENCHMARKS.md, "Spelling names out"): the language model rarely proposes the rare name
 itself, and holding a third of the scan's budget back for it cost the search more names than it found.
 
 Universal correction (``correct_rounds``, off by default), after the polish: the corrector of
@@ -45,12 +45,14 @@ closer than the searches the budget leaves room for (re-embedding the hundred ca
 than the language model's step), and without a budget this order read the text better too (version 6). Drafting
 pays only in batches, so under a budget a call with fewer than ``BUDGETED_DRAFT_BATCH`` records searches without
 drafts, as version 4 did; a scan's deep tier hands its records over in chunks for this. Refinement rounds use
-the prompted rewrite. What each order costs and buys per held-out set is in BENCHMARKS.md.
+the prompted rewrite. What each order costs and buys is in BENCHMARKS.md, "How the settings were chosen
+(development sets)".
 
 The answer (``tolerance``, version 6) is the shortest hypothesis whose cosine is within ``tolerance`` of the
 closest one found. Past about 0.9 cosine the search and the polish add words the embedder likes rather than the
 text's own: a word that does not bring the vector 0.01 closer is, more often than not, not the text's. On the
-development sets this cost about 0.005 cosine and bought token F1 (BENCHMARKS.md, "Adversarial decoding v6").
+development sets this cost about 0.005 cosine and bought token F1 (BENCHMARKS.md, "How the settings were chosen
+(development sets)").
 
 Seeds: when the embedder's weights are at hand and no generative model drafts, white-box gradient inversion
 (:class:`~vdbguard.attacks.gradient.GradientInversion`) recovers a bag of words first, and the prompt asks for a
@@ -63,7 +65,7 @@ of a query is measured as the search goes). Under a budget the seed bag is polis
 so a budget that ends early still has the polish's gain (on the development set of BENCHMARKS.md, at 2
 CPU-seconds: token F1 0.31 and cosine 0.83, against 0.30 and 0.76 unpolished); unbudgeted, the beam search
 comes first, which measured slightly better there (0.343 against 0.325). The queries each record cost are
-counted in ``encoder_queries``. A scan's deep tier gives it ``--deep-record-seconds`` (1.9 by default, for 0.5
+counted in ``encoder_queries``. A scan's deep tier gives it ``--deep-record-seconds`` (1.8 by default, for 0.5
 records per CPU-second; the language model's loading is not counted).
 
 Word scores: each recovered word is scored by how much leaving it out lowers the recovery's cosine, mapped
@@ -452,7 +454,7 @@ class _Search:
     def settle(self) -> None:
         """Make the shortest hypothesis within the tolerance of the closest the answer: words that do not bring
         the vector at least that much closer are, more often than not, not the text's (token F1 on the
-        development sets of BENCHMARKS.md, "Adversarial decoding v6")."""
+        development sets of BENCHMARKS.md, "How the settings were chosen (development sets)")."""
         if self.attack.tolerance > 0 and self.near:
             near = ((text, cosine) for text, cosine in self.near.items() if cosine >= self._floor)
             self.best_text, self.best_cosine = min(near, key=lambda item: (len(item[0].split()), -item[1]))

@@ -24,6 +24,7 @@ class Detector(ABC):
     name: ClassVar[str]
     version: ClassVar[int] = 1  # raised when a text can get other detections: verdicts keyed on it are redone
     max_chars: ClassVar[int | None] = None  # read per text; the rest is not examined
+    cutoff: ClassVar[float] = 0.0  # the score a detection needs to be reported
 
     @abstractmethod
     def detect(self, text: str) -> list[Detection]: ...

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from vdbguard.data.medical import CONDITIONS, DRUGS
 from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.secrets import SECRET_ENTITY, secrets_recognizer
 from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
@@ -31,6 +32,7 @@ _PRESIDIO_TO_PII: dict[str, PiiType] = {
     "DATE_OF_BIRTH": PiiType.DATE_OF_BIRTH,
     "MEDICAL": PiiType.MEDICAL,
     "NAME_GAZETTEER": PiiType.PERSON,
+    SECRET_ENTITY: PiiType.SECRET,
 }
 # What the analyzer is asked for: the types above (birth dates come as DATE_TIME), so recognizers whose
 # results would be dropped anyway (URL, IP, licence numbers) never run.
@@ -264,6 +266,7 @@ def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
             context=["ssn", "social", "security"],
         )
     )
+    analyzer.registry.add_recognizer(secrets_recognizer())
     analyzer.registry.remove_recognizer("CreditCardRecognizer")  # its issuer ranges miss today's cards; ours reads all
     analyzer.registry.add_recognizer(luhn_card_recognizer())
     analyzer.registry.remove_recognizer("IbanRecognizer")
@@ -301,11 +304,13 @@ class PresidioDetector(Detector):
 
     name: ClassVar[str] = "presidio"
     # 2: without spaCy's parser, whose sentence breaks cut dates in two; 3: Luhn cards, IBANs by checksum, accounts by
-    # context, the name list only where prose capitalises a word outside a place or a longer name
-    version: ClassVar[int] = 3
+    # context, the name list only where prose capitalises a word outside a place or a longer name; 4: secrets
+    version: ClassVar[int] = 4
     max_chars: ClassVar[int | None] = MAX_CHARS
 
-    def __init__(self, min_score: float = 0.4) -> None:
+    cutoff: ClassVar[float] = 0.4
+
+    def __init__(self, min_score: float = cutoff) -> None:
         self.min_score = min_score
         self.analyzer = build_analyzer()
 

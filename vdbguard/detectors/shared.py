@@ -181,6 +181,7 @@ class ProcessSharedDetector(Detector):
         self.name = self._plugin.name  # type: ignore[misc]
         self.version = self._plugin.version  # type: ignore[misc]
         self.max_chars = self._plugin.max_chars  # type: ignore[misc]
+        self.cutoff = self._plugin.cutoff  # type: ignore[misc]
         self.processes = processes
         self.start_after = start_after
         self._read = 0

@@ -22,6 +22,8 @@ COLUMNS = (
     "threshold",
     "recovered",
     "confirmed_by_source",
+    "kind",
+    "fields",
 )
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -42,7 +44,8 @@ def _row(finding: Finding) -> list[str]:
     )
     text = [finding.record_id, finding.collection, finding.namespace or "", finding.severity.value]
     text += [";".join(finding.pii_types), best.attack]
-    return [_cell(v) for v in text] + [f"{best.score:.4f}", f"{best.threshold:.4f}", _cell(recovered), confirmed]
+    scores = [f"{best.score:.4f}", f"{best.threshold:.4f}", _cell(recovered), confirmed]
+    return [_cell(v) for v in text] + scores + [finding.kind, _cell(";".join(finding.fields))]
 
 
 def render_csv(report: Report) -> str:

@@ -12,7 +12,7 @@ import re
 from typing import ClassVar
 
 from vdbguard.reports.base import ReportWriter
-from vdbguard.reports.schema import Report, Severity
+from vdbguard.reports.schema import VECTOR, Report, Severity
 
 MAX_MARKDOWN_FINDINGS = 200
 NOT_CONFIRMED = "not confirmed by the detector"  # which misses some: never read as "the text lacks it"
@@ -76,7 +76,9 @@ def render_markdown(report: Report) -> str:
         "",
         f"Scanned {s.records_scanned} records at {code_span(t.location)} on {report.created_at:%Y-%m-%d %H:%M} UTC "
         f"with embedder {code_span(report.embedder.name)} ({report.embedder.dimension}-d). "
-        f"**{s.records_flagged} records leak PII** through their vectors; {s.records_skipped} were skipped.",
+        f"**{s.records_flagged} records leak PII** through their vectors"
+        + (f"; **{s.stored_text_flagged} keep PII or secrets in plain text**" if s.stored_text_flagged else "")
+        + f"; {s.records_skipped} were skipped.",
         "",
     ]
     if not report.masked:
@@ -139,6 +141,7 @@ def render_markdown(report: Report) -> str:
         rows.append(
             [
                 code_span(finding.record_id),
+                "vector" if finding.kind == VECTOR else "stored text: " + ", ".join(map(code_span, finding.fields)),
                 finding.severity.value,
                 ", ".join(map(escape_text, finding.pii_types)),
                 evidence,
@@ -146,7 +149,8 @@ def render_markdown(report: Report) -> str:
                 confirmed,
             ]
         )
-    lines += _table(["record", "severity", "PII", "evidence", "recovered words", "detector on stored text"], rows)
+    header = ["record", "kind", "severity", "PII", "evidence", "recovered words", "detector on stored text"]
+    lines += _table(header, rows)
     if report.record_problems:
         lines += ["", f"## Record problems ({len(report.record_problems)})", ""]
         lines += _table(

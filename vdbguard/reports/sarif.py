@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from vdbguard.masking import mask
 from vdbguard.reports.base import ReportWriter, splice_list, strongest_evidence
-from vdbguard.reports.schema import Finding, Report, Severity
+from vdbguard.reports.schema import VECTOR, Finding, Report, Severity
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/vdbguard/"
@@ -58,9 +58,9 @@ SHOWN_PII_WARNING = (
 )
 
 
-def rule_id(pii_type: str, severity: Severity) -> str:
-    """One rule per type and severity: GitHub takes a result's security severity from its rule only."""
-    return f"vdbguard/pii/{pii_type}/{severity.value}"
+def rule_id(pii_type: str, severity: Severity, kind: str = VECTOR) -> str:
+    """One rule per kind, type and severity: GitHub takes a result's security severity from its rule only."""
+    return f"vdbguard/{'pii' if kind == VECTOR else 'stored-text'}/{pii_type}/{severity.value}"
 
 
 def artifact_uri(report: Report) -> str:
@@ -73,19 +73,23 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _rule(pii_type: str, severity: Severity) -> dict[str, Any]:
+def _rule(pii_type: str, severity: Severity, kind: str = VECTOR) -> dict[str, Any]:
+    name = pii_type.lower().replace("_", "-")
+    if kind == VECTOR:
+        short, full = f"Vector leaks {pii_type} ({severity.value})", (
+            f"An attack given only a record's embedding recovered or detected {pii_type} in it, so the vector "
+            f"store exposes that PII to anyone who can read its vectors; vdbguard rated the leak {severity.value}."
+        )
+    else:
+        short, full = f"Stored text holds {pii_type} ({severity.value})", (
+            f"The record keeps {pii_type} in plain text beside its vector (its document or payload), readable by "
+            f"anyone who can read the store; vdbguard rated it {severity.value}."
+        )
     return {
-        "id": rule_id(pii_type, severity),
-        "name": f"vector-leaks-{pii_type.lower().replace('_', '-')}",
-        "shortDescription": {"text": _clip(f"Vector leaks {pii_type} ({severity.value})", MAX_DESCRIPTION)},
-        "fullDescription": {
-            "text": _clip(
-                f"An attack given only a record's embedding recovered or detected {pii_type} in it, so the vector "
-                f"store exposes that PII to anyone who can read its vectors; vdbguard rated the leak "
-                f"{severity.value}.",
-                MAX_DESCRIPTION,
-            )
-        },
+        "id": rule_id(pii_type, severity, kind),
+        "name": f"{'vector-leaks' if kind == VECTOR else 'stored-text-holds'}-{name}",
+        "shortDescription": {"text": _clip(short, MAX_DESCRIPTION)},
+        "fullDescription": {"text": _clip(full, MAX_DESCRIPTION)},
         "help": {"text": HELP, "markdown": HELP_MARKDOWN},
         "defaultConfiguration": {"level": LEVELS[severity]},
         "properties": {"tags": TAGS, "security-severity": SECURITY_SEVERITY[severity]},
@@ -95,12 +99,19 @@ def _rule(pii_type: str, severity: Severity) -> dict[str, Any]:
 def fingerprint(report: Report, finding: Finding) -> str:
     """Same record, same types -> same hash across runs, so dashboards update an alert instead of adding one."""
     key = [report.target.connector, finding.collection, finding.namespace, finding.record_id, sorted(finding.pii_types)]
+    if finding.kind != VECTOR:
+        key.append(finding.kind)
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
 def _message(report: Report, finding: Finding) -> str:
     best = strongest_evidence(finding)
     recovered = best.recovered if best.recovered is None or report.masked else mask(best.recovered)
+    if finding.kind != VECTOR:
+        return (
+            f"Record {finding.record_id!r} in collection {finding.collection!r} keeps {', '.join(finding.pii_types)} "
+            f"in plain text ({', '.join(finding.fields)}): {best.detail}" + (f", {recovered!r}." if recovered else ".")
+        )
     return (
         f"Record {finding.record_id!r} in collection {finding.collection!r} leaks {', '.join(finding.pii_types)} "
         f"through its vector: {best.attack} scored {best.score:.2f} against threshold {best.threshold:.2f} "
@@ -109,7 +120,7 @@ def _message(report: Report, finding: Finding) -> str:
 
 
 def _result(report: Report, finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
-    rule = rule_id(strongest_evidence(finding).pii_type, finding.severity)
+    rule = rule_id(strongest_evidence(finding).pii_type, finding.severity, finding.kind)
     path = "/".join(part for part in (finding.collection, finding.namespace, finding.record_id) if part)
     record_print = fingerprint(report, finding)
     return {
@@ -187,13 +198,13 @@ def render_sarif(report: Report) -> str:
 
 def sarif_chunks(report: Report) -> Iterator[str]:
     """The log in pieces; findings are read twice (rules and quotas, then results), never held together."""
-    rule_keys: set[tuple[str, Severity]] = set()
+    rule_keys: set[tuple[str, Severity, str]] = set()
     severities: Counter[Severity] = Counter()
     for finding in report.iter_findings():
-        rule_keys.add((strongest_evidence(finding).pii_type, finding.severity))
+        rule_keys.add((strongest_evidence(finding).pii_type, finding.severity, finding.kind))
         severities[finding.severity] += 1
-    ordered = sorted(rule_keys, key=lambda key: (key[0], -key[1].rank))
-    rules = [_rule(pii_type, severity) for pii_type, severity in ordered]
+    ordered = sorted(rule_keys, key=lambda key: (key[2], key[0], -key[1].rank))
+    rules = [_rule(pii_type, severity, kind) for pii_type, severity, kind in ordered]
     rule_index = {rule["id"]: i for i, rule in enumerate(rules)}
     quotas = _quotas(severities)
     run = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -47,8 +47,21 @@ class InferredAttribute(BaseModel):
     threshold: float
 
 
+VECTOR, STORED_TEXT = "vector", "stored_text"
+FindingKind = Literal["vector", "stored_text"]
+
+
 class Finding(BaseModel):
     record_id: str
+    kind: FindingKind = Field(
+        default=VECTOR,
+        description="vector: the vector leaks PII to an attacker who reads it alone; stored_text: the record keeps "
+        "PII or a secret in plain text beside its vector (schema 1.5)",
+    )
+    fields: list[str] = Field(
+        default_factory=list, description="stored_text: the fields the PII was found in, e.g. document or "
+        "payload.author (schema 1.5)",
+    )
     collection: str
     namespace: str | None = None
     severity: Severity
@@ -112,6 +125,9 @@ class Summary(BaseModel):
     records_with_source_text: int
     source_pii_records: int = Field(description="records whose stored text contains PII (detector)")
     source_pii_flagged: int = Field(description="of those, how many an attack flagged from the vector alone")
+    stored_text_flagged: int = Field(
+        default=0, description="records with a stored_text finding: PII or a secret kept in plain text (schema 1.5)"
+    )
 
 
 class TypeQuality(BaseModel):

@@ -264,6 +264,7 @@ def _row_item(row: RecordRow) -> str:
         "digest": None if row.digest is None else row.digest.hex(),
         "finding": None if row.finding is None else row.finding.model_dump_json(),
         "problem": None if row.problem is None else row.problem.model_dump_json(),
+        "text_finding": None if row.text_finding is None else row.text_finding.model_dump_json(),
     }
     return json.dumps(fields)
 
@@ -276,6 +277,9 @@ def _row_from(item: str) -> RecordRow:
             "digest": None if fields["digest"] is None else bytes.fromhex(fields["digest"]),
             "finding": None if fields["finding"] is None else Finding.model_validate_json(fields["finding"]),
             "problem": None if fields["problem"] is None else RecordProblem.model_validate_json(fields["problem"]),
+            "text_finding": None
+            if fields["text_finding"] is None
+            else Finding.model_validate_json(fields["text_finding"]),
         }
     )
 

@@ -15,7 +15,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +33,8 @@ from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import Batch, VectorRecord, record_digest
 from vdbguard.reports.schema import (
+    STORED_TEXT,
+    VECTOR,
     Coverage,
     Evidence,
     Finding,
@@ -57,6 +59,7 @@ TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.CREDIT_CARD: Severity.HIGH,
     PiiType.ACCOUNT_NUMBER: Severity.HIGH,
     PiiType.MEDICAL: Severity.HIGH,
+    PiiType.SECRET: Severity.HIGH,
 }
 
 
@@ -74,6 +77,8 @@ def severity_of(
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
 
 
+FINDING_KINDS = (VECTOR, STORED_TEXT)  # what `vdbguard scan` and job files report unless told otherwise
+STORED_TEXT_ATTACK = "stored-text"  # the evidence's "attack": no attack, the text the store keeps in plain sight
 RECOVERED_KEPT = 50_000  # recovered texts whose detections a scan remembers; each is a short bag of words
 
 
@@ -93,6 +98,7 @@ class Scanner:
         verdict: StackedVerdict | None = None,
         policy: FindingPolicy | None = None,
         source_embedder: Embedder | None = None,
+        finding_kinds: Iterable[str] = (VECTOR,),
     ) -> None:
         if not attacks:
             raise VdbguardError("no attacks to run", "pass at least one --attack")
@@ -105,6 +111,7 @@ class Scanner:
         self.verdict = verdict
         self.policy = policy
         self.source_embedder = source_embedder  # the store's own model: re-embeds a flagged record's text
+        self.finding_kinds = frozenset(finding_kinds)
 
     def evidence_scores(self, records: Sequence[VectorRecord]) -> list[dict[ScoreKey, float]]:
         """Per record, each attack's best score per PII type before any threshold (to calibrate on)."""
@@ -138,6 +145,7 @@ class Scanner:
             "verdict": None if self.verdict is None else sorted((str(k), v) for k, v in self.verdict.cutoffs.items()),
             "policy": self.policy.settings() if self.policy else None,
             "source_check": self.source_embedder is not None,
+            "kinds": sorted(self.finding_kinds),
         }
 
     def attack_records(
@@ -156,7 +164,8 @@ class Scanner:
                 rows.append(RecordRow(record.id, digest, attacked=True, problem=problem))
         if usable:
             inferred = self._infer([record for record, _ in usable], vectors)
-            stored = {text for record, _ in usable if (text := record.source_text) is not None}
+            stored = {text for record, _ in usable for _, text in self._stored(record)}
+            stored |= {text for record, _ in usable if (text := record.source_text) is not None}
             with self._detected_in(_recovered_texts(inferred), stored):
                 claims = [self._allowed(self._candidates(inferences)) for inferences in inferred]
                 fused = self._fused(claims)
@@ -247,8 +256,48 @@ class Scanner:
         source_types = set() if text is None else {d.pii_type for d in self._detect(text)}
         row = RecordRow(record.id, digest, attacked=True, has_text=text is not None, has_pii=bool(source_types))
         if self.policy is None or not self.policy.allows_record(record.id):
-            row.finding = self._finding(record, inferences, source_types, candidates, probabilities)
+            if VECTOR in self.finding_kinds:
+                row.finding = self._finding(record, inferences, source_types, candidates, probabilities)
+            row.text_finding = self._stored_text_finding(record)
         return row
+
+    def _stored(self, record: VectorRecord) -> list[tuple[str, str]]:
+        return record.stored_texts() if STORED_TEXT in self.finding_kinds else []
+
+    def _stored_text_finding(self, record: VectorRecord) -> Finding | None:
+        """PII or secrets the record keeps in plain text, found by the detector in each of its stored fields."""
+        found = [(field, d) for field, text in self._stored(record) for d in self._detect(text)]
+        if self.policy is not None:
+            found = [(field, d) for field, d in found if not self.policy.allows_value(d.value)]
+        if not found:
+            return None
+        best: dict[PiiType, tuple[str, Detection]] = {}
+        for field, detection in found:
+            if detection.pii_type not in best or detection.score > best[detection.pii_type][1].score:
+                best[detection.pii_type] = (field, detection)
+        threshold = self.detector.cutoff
+        evidence = [
+            Evidence(
+                attack=STORED_TEXT_ATTACK,
+                pii_type=pii_type.value,
+                score=detection.score,
+                threshold=threshold,
+                detail=f"{detection.recognizer} found {pii_type.value} in {field}",
+                recovered=mask_if(detection.value, self.mask_pii or pii_type is PiiType.SECRET),
+            )
+            for pii_type, (field, detection) in sorted(best.items())
+        ]
+        overrides = self.policy.severity_by_type if self.policy else None
+        return Finding(
+            record_id=record.id,
+            kind=STORED_TEXT,
+            fields=sorted({field for field, _ in found}),
+            collection=record.collection,
+            namespace=record.namespace,
+            severity=severity_of(set(best), recovered_verbatim=False, overrides=overrides),
+            pii_types=sorted(t.value for t in best),
+            evidence=evidence,
+        )
 
     def _finding(
         self,
@@ -262,6 +311,8 @@ class Scanner:
         if not evidence:
             return None
         pii_words = {word for c in candidates if c.value is not None for word in _WORD.findall(c.value.lower())}
+        secrets = [c.value.lower() for c in candidates if c.value and c.pii_type is PiiType.SECRET]
+        secret_words = {word for secret in secrets for word in _WORD.findall(secret)}
         recovered_words = [
             word for inference in inferences if inference.recovered_text for word, _ in inference.recovered_tokens
         ]
@@ -297,7 +348,10 @@ class Scanner:
             vector_matches_source=matches,
             pii_types=sorted(t.value for t in flagged),
             evidence=evidence,
-            recovered_words=[mask_if(word, self.mask_pii and word.lower() in pii_words) for word in recovered_words],
+            recovered_words=[
+                mask_if(word, (self.mask_pii and word.lower() in pii_words) or word.lower() in secret_words)
+                for word in recovered_words
+            ],
             confirmed_by_source=None if text is None else {t.value: t in source_types for t in sorted(flagged)},
             recovered_words_in_source=None
             if text is None
@@ -551,6 +605,8 @@ def rekey_duplicates(run: Run, rows: Sequence[RecordRow]) -> None:
         row.record_id = keys[i]
         if row.finding is not None:
             row.finding = row.finding.model_copy(update={"record_id": keys[i]})
+        if row.text_finding is not None:
+            row.text_finding = row.text_finding.model_copy(update={"record_id": keys[i]})
     name_duplicates(attacked, {keys[i]: ids[i] for i in duplicates})
 
 
@@ -762,7 +818,7 @@ class Candidate:
             score=self.score,
             threshold=self.attack.threshold,
             detail=self.detail,
-            recovered=None if self.value is None else mask_if(self.value, mask_pii),
+            recovered=None if self.value is None else mask_if(self.value, mask_pii or self.pii_type is PiiType.SECRET),
         )
 
 

@@ -3,16 +3,23 @@
 Each collection gets its own report folder, ``<output.dir>/<store>/<collection>/``. Allow lists and the
 severity policy decide findings during the scan (so they are part of the state's verdict key);
 suppressions hide accepted findings from the reports until they expire.
+
+A store's ``collections`` are names or shell-style globs (``*``, ``?``, ``[...]``: ``"*"``, ``"tickets_*"``). Globs
+are matched against the collections the store lists when the job starts (``Connector.list_collections``), each
+collection scanned once, in the order of the patterns and, within a glob, by name; a glob that matches nothing
+stops the job before any scan, naming what the store holds. A name without glob characters is taken as written,
+so a store that cannot list its collections is still scanned by name.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -20,14 +27,14 @@ from typing import Any
 
 from vdbguard.cache import writable_dir
 from vdbguard.config import AllowList, JobConfig, StoreSettings, Suppression
-from vdbguard.credentials import scrub
+from vdbguard.credentials import redact_location, scrub
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
-from vdbguard.reports.schema import Finding, Report, Severity
+from vdbguard.reports.schema import STORED_TEXT, Finding, Report, Severity
 from vdbguard.reports.spool import FindingSpool
-from vdbguard.scan.state import ScanStore, restrict
+from vdbguard.scan.state import ScanStore, restrict, suppression_key
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,41 @@ class ConfigPolicy:
         }
 
 
+GLOB_CHARACTERS = "*?["
+SHOWN_NAMES = 50  # existing collections an error names at most
+
+
+def is_pattern(name: str) -> bool:
+    """Whether a collection as a job or ``--collection`` names it is a shell-style glob."""
+    return any(character in name for character in GLOB_CHARACTERS)
+
+
+def match_collections(patterns: Sequence[str], existing: Sequence[str], where: str) -> list[str]:
+    """The collections ``patterns`` name, each once, in pattern order (a glob's matches sorted by name); names
+    without glob characters are kept as written. A glob that matches none of ``existing`` is an error that lists
+    them: a typo must not turn a scan of everything into a scan of nothing."""
+    chosen: dict[str, None] = {}
+    for pattern in patterns:
+        if not is_pattern(pattern):
+            chosen.setdefault(pattern)
+            continue
+        matches = sorted(name for name in existing if fnmatch.fnmatchcase(name, pattern))
+        if not matches:
+            raise VdbguardError(
+                f"no collection of {where} matches {pattern!r}", f"existing collections: {_names(existing)}"
+            )
+        chosen.update(dict.fromkeys(matches))
+    return list(chosen)
+
+
+def _names(existing: Sequence[str]) -> str:
+    if not existing:
+        return "none (the store holds no collection)"
+    names = sorted(existing)
+    shown = ", ".join(names[:SHOWN_NAMES])
+    return shown + (f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
+
+
 @dataclass(frozen=True)
 class CollectionResult:
     store: str
@@ -61,7 +103,7 @@ class CollectionResult:
 
 def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple[Report, dict[str, list[str]]]:
     """The report without the PII types accepted for each record (a finding left with none is dropped), and
-    record id -> the types left open, for every finding a suppression touched."""
+    ``suppression_key`` -> the types left open, for every finding a suppression touched."""
     open_types: dict[str, list[str]] = {}
     for finding in report.iter_findings():
         still_open = [
@@ -70,7 +112,7 @@ def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple
             if not any(s.matches(finding.collection, finding.record_id, t) for s in suppressions)
         ]
         if len(still_open) != len(finding.pii_types):
-            open_types[finding.record_id] = still_open
+            open_types[suppression_key(finding)] = still_open
     if not open_types:
         return report, open_types
     kept: list[Finding] | FindingSpool = [] if report.findings or not report.finding_count else FindingSpool()
@@ -82,8 +124,14 @@ def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple
             kept.append(restricted)
             severities[restricted.severity.value] += 1
             types.update(restricted.pii_types)
+    stored = sum(1 for finding in kept if finding.kind == STORED_TEXT)
     summary = report.summary.model_copy(
-        update={"records_flagged": len(kept), "by_severity": dict(severities), "by_pii_type": dict(types)}
+        update={
+            "records_flagged": len(kept) - stored,
+            "stored_text_flagged": stored,
+            "by_severity": dict(severities),
+            "by_pii_type": dict(types),
+        }
     )
     coverage = report.coverage and report.coverage.model_copy(update={"findings_suppressed": len(open_types)})
     update = {"summary": summary, "coverage": coverage}
@@ -97,11 +145,14 @@ def run_job(
     progress: ProgressSink | None = None,
     today: date | None = None,
     on_failure: Callable[[str, str, float], None] | None = None,
+    store_folders: bool = True,
 ) -> Iterator[CollectionResult]:
     """Scan every collection of the job in turn, yielding each one's report once it is written.
 
     Suppressions that expired before ``today`` no longer apply (``config.expired_suppressions`` lists them).
     ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before the error.
+    ``store_folders=False`` writes each collection's reports to ``<output.dir>/<collection>/``, without the store's
+    folder (``scan --collection PATTERN``, which names one store).
     """
     from vdbguard.connectors import load_connector
     from vdbguard.detectors.shared import WorkerSlot
@@ -114,26 +165,19 @@ def run_job(
     suppressions = config.active_suppressions(today)
     policy = ConfigPolicy(config.allow, config.severity.by_type)
     job, attacks = config.job, config.attacks
-    for store in config.stores:
-        for collection in store.collections:
-            writable_dir(_output_dir(config, store, collection), "output.dir")
+    plan = [(store, _collections_of(config, store)) for store in config.stores]
+    _check_output_folders(config, plan, store_folders)
     if job.state is not None:
         writable_dir(config.resolve(job.state).parent, "the job.state folder")
     with contextlib.closing(WorkerSlot()) as detector_workers:  # one early PII detector for every collection
-        for store in config.stores:
+        for store, collections in plan:
             connector_cls = load_connector(store.connector)
-            for collection in store.collections:
+            for collection in collections:
                 started = time.monotonic()
                 with _failure_reported(on_failure, store.label, collection, started):
                     settings = store.connector_settings(collection, config.base_dir)
-                    try:
+                    with _settings_checked(store):
                         connector = connector_cls(**settings)
-                    except TypeError as exc:
-                        raise VdbguardError(
-                            f"store {store.label!r}: the {store.connector} connector rejected its settings: "
-                            f"{scrub(str(exc), _secrets(store))}",
-                            "check [stores.options] against the connector's settings",
-                        ) from exc
                     with connector:
                         model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
                         calibration = CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr)
@@ -161,12 +205,13 @@ def run_job(
                             policy=policy,
                             executor=executor,
                             detector_workers=detector_workers,
+                            finding_kinds=job.findings,
                         )
                     report, open_types = apply_suppressions(report, suppressions)
                     if job.state is not None and open_types:
                         with ScanStore(config.resolve(job.state)) as state:
                             state.save_report(report, open_types)
-                    out = _output_dir(config, store, collection)
+                    out = _output_dir(config, store, collection, store_folders)
                     write_reports(report, out, config.output.formats)
                 yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
 
@@ -183,10 +228,51 @@ def _failure_reported(
         raise
 
 
-def _output_dir(config: JobConfig, store: StoreSettings, collection: str) -> Path:
+def _collections_of(config: JobConfig, store: StoreSettings) -> list[str]:
+    """The store's collections to scan: its names, and what its globs match among the collections it lists now."""
+    existing: list[str] = []
+    if any(map(is_pattern, store.collections)):
+        from vdbguard.connectors import load_connector
+
+        with _settings_checked(store):
+            existing = load_connector(store.connector).list_collections(**store.store_settings(config.base_dir))
+    location = redact_location(str(config.resolve(store.path) or store.url))
+    return match_collections(store.collections, existing, f"the {store.label} store at {location}")
+
+
+@contextlib.contextmanager
+def _settings_checked(store: StoreSettings) -> Iterator[None]:
+    """A connector that refuses its keyword arguments is a settings problem, named without the credentials."""
+    try:
+        yield
+    except TypeError as exc:
+        raise VdbguardError(
+            f"store {store.label!r}: the {store.connector} connector rejected its settings: "
+            f"{scrub(str(exc), _secrets(store))}",
+            "check [stores.options] against the connector's settings",
+        ) from exc
+
+
+def _check_output_folders(config: JobConfig, plan: list[tuple[StoreSettings, list[str]]], store_folders: bool) -> None:
+    """Every report folder writable before the first scan, and each collection's its own: two names that differ
+    only in characters a folder name cannot hold ("a b", "a_b") would overwrite each other's reports."""
+    owners: dict[Path, str] = {}
+    for store, collections in plan:
+        for collection in collections:
+            out, name = _output_dir(config, store, collection, store_folders), f"{store.label}/{collection}"
+            if out in owners:
+                raise VdbguardError(
+                    f"collections {owners[out]!r} and {name!r} would write their reports to one folder, {out}",
+                    "scan one of them in a run of its own, with another output folder",
+                )
+            owners[out] = name
+            writable_dir(out, "output.dir")
+
+
+def _output_dir(config: JobConfig, store: StoreSettings, collection: str, store_folders: bool = True) -> Path:
     base = config.resolve(config.output.dir)
     assert base is not None
-    return base / _safe(store.label) / _safe(collection)
+    return base / _safe(store.label) / _safe(collection) if store_folders else base / _safe(collection)
 
 
 def _safe(name: str) -> str:

@@ -27,7 +27,7 @@ from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.distributed import RayExecutor, scan_on_ray
-from vdbguard.scan.engine import DeepTier, FindingPolicy, Scanner, scan_incrementally
+from vdbguard.scan.engine import FINDING_KINDS, DeepTier, FindingPolicy, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
 from vdbguard.scan.owner import AUTO, CalibrationOptions, has_saved_calibration, owner_calibration
 from vdbguard.scan.quality import quality_for
@@ -89,6 +89,7 @@ def scan_collection(
     policy: FindingPolicy | None = None,
     executor: RayExecutor | None = None,
     detector_workers: WorkerSlot | None = None,
+    finding_kinds: Sequence[str] = FINDING_KINDS,
 ) -> Report:
     """Scan every record of the collection and return the report.
 
@@ -101,6 +102,7 @@ def scan_collection(
 
     A scan that reads pages loads its PII detector in a worker process meanwhile, on another core: the one in
     ``detector_workers`` (a job's, kept for its next scan; the caller stops it), or one it starts and stops.
+    ``finding_kinds``: ``vector`` (what the vectors leak) and ``stored_text`` (PII kept in plain text beside them).
     """
     safe_location = redact_location(location)
     detector_key = detector_identity(detector)
@@ -135,6 +137,7 @@ def scan_collection(
             "masked": mask_pii,
             "policy": None if policy is None else policy.settings(),
             "deep": [list(deep_attack_names), deep_budget[0], deep_record_seconds],
+            "kinds": sorted(finding_kinds),
         }
     )
     built: dict[str, Any] = {}
@@ -157,6 +160,7 @@ def scan_collection(
                 progress,
                 detector_processes=1 if executor is not None else detector_cores(),
                 early_detector=early,
+                finding_kinds=finding_kinds,
             )
         )
         return built["scanner"]
@@ -293,6 +297,7 @@ def _build_scanner(
     progress: ProgressSink | None,
     detector_processes: int = 1,
     early_detector: DetectorWorker | None = None,
+    finding_kinds: Sequence[str] = FINDING_KINDS,
 ) -> dict[str, Any]:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
@@ -335,6 +340,13 @@ def _build_scanner(
             progress=progress,
         )
     scanner = Scanner(
-        attacks, pii_detector, dimension, mask_pii=mask_pii, verdict=verdict, policy=policy, source_embedder=embedder
+        attacks,
+        pii_detector,
+        dimension,
+        mask_pii=mask_pii,
+        verdict=verdict,
+        policy=policy,
+        source_embedder=embedder,
+        finding_kinds=finding_kinds,
     )
     return {"scanner": scanner, "identity": identity, "calibration": None if calibrated is None else calibrated.report}

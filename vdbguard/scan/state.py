@@ -36,7 +36,7 @@ import numpy as np
 from vdbguard.cache import ScratchDir
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.loading import SQLITE_HEADER
-from vdbguard.reports.schema import Finding, RecordProblem, Report, RunSummary, Summary
+from vdbguard.reports.schema import STORED_TEXT, VECTOR, Finding, RecordProblem, Report, RunSummary, Summary
 from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ CREATE TABLE IF NOT EXISTS records (
     deep_wanted INTEGER NOT NULL DEFAULT 0,
     finding TEXT,
     problem TEXT,
+    text_finding TEXT,
     PRIMARY KEY (target, record_id)
 ) WITHOUT ROWID;
 -- records.run_id is the run that last wrote the record. A run's records are those it wrote and those it carried over,
@@ -114,11 +115,18 @@ DROP INDEX IF EXISTS records_by_run;
 """
 
 
+def suppression_key(finding: Finding) -> str:
+    """A finding's key among the types suppressions left open: its record id (a vector finding, as before
+    stored-text findings came) or the kind and the id."""
+    return finding.record_id if finding.kind == VECTOR else f"{finding.kind}:{finding.record_id}"
+
+
 def restrict(finding: Finding, open_types: dict[str, list[str]]) -> Finding | None:
-    """The finding with only the PII types a suppression left open (``open_types`` by record id)."""
-    if finding.record_id not in open_types:
+    """The finding with only the PII types a suppression left open (``open_types`` by ``suppression_key``)."""
+    key = suppression_key(finding)
+    if key not in open_types:
         return finding
-    types = open_types[finding.record_id]
+    types = open_types[key]
     if not types:
         return None
     evidence = [e for e in finding.evidence if e.pii_type in types]
@@ -231,6 +239,7 @@ class RecordRow:
     deep_wanted: bool = False
     finding: Finding | None = None
     problem: RecordProblem | None = None
+    text_finding: Finding | None = None  # PII or a secret kept in the stored text
 
 
 class StateFileError(VdbguardError):
@@ -505,6 +514,8 @@ class ScanStore:
             self.db.execute("ALTER TABLE runs ADD COLUMN content_version TEXT")  # files from before it
         if "settled" not in columns:
             self.db.execute("ALTER TABLE runs ADD COLUMN settled INTEGER NOT NULL DEFAULT 0")
+        if "text_finding" not in {column for _, column, *_ in self.db.execute("PRAGMA table_info(records)")}:
+            self.db.execute("ALTER TABLE records ADD COLUMN text_finding TEXT")  # stored-text findings, files before
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(STATE_SCHEMA),))  # read by older ones
 
     def __enter__(self) -> ScanStore:
@@ -566,17 +577,18 @@ class ScanStore:
         if not with_findings:
             return report
         rows = self.db.execute(
-            "SELECT finding, problem FROM records WHERE target = ? AND attacked_run <= ? "
-            "AND (finding IS NOT NULL OR problem IS NOT NULL) ORDER BY record_id",
+            "SELECT finding, text_finding, problem FROM records WHERE target = ? AND attacked_run <= ? "
+            "AND (finding IS NOT NULL OR text_finding IS NOT NULL OR problem IS NOT NULL) ORDER BY record_id",
             (target, run_id),
         )
         open_types = json.loads(hidden or "{}")
         spool, problems = FindingSpool(), []
         with _damage_named(self.path, "records"):
-            for finding, problem in rows:
-                kept = None if finding is None else restrict(Finding.model_validate_json(finding), open_types)
-                if kept is not None:
-                    spool.append(kept)
+            for finding, text_finding, problem in rows:
+                for kind in (finding, text_finding):
+                    kept = None if kind is None else restrict(Finding.model_validate_json(kind), open_types)
+                    if kept is not None:
+                        spool.append(kept)
                 if problem is not None:
                     problems.append(RecordProblem.model_validate_json(problem))
         report = report.model_copy(update={"record_problems": problems})
@@ -737,7 +749,8 @@ class Run:
             db.executemany("INSERT INTO carried VALUES (?, ?)", ((self.id, record_id) for record_id in carried))
             db.executemany(
                 "INSERT OR REPLACE INTO records (target, record_id, digest, verdict_key, run_id, attacked_run, "
-                "has_text, has_pii, deep, deep_wanted, finding, problem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "has_text, has_pii, deep, deep_wanted, finding, problem, text_finding) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         self.target,
@@ -752,6 +765,7 @@ class Run:
                         row.deep_wanted,
                         None if row.finding is None else row.finding.model_dump_json(),
                         None if row.problem is None else row.problem.model_dump_json(),
+                        None if row.text_finding is None else row.text_finding.model_dump_json(),
                     )
                     for row in rows
                 ],
@@ -772,12 +786,13 @@ class Run:
                 if self._current is None or not self._current.every_record_served():
                     dropped = db.execute(
                         "DELETE FROM records WHERE target = ? AND run_id != ? AND record_id NOT IN "
-                        "(SELECT record_id FROM carried WHERE run_id = ?) RETURNING finding IS NOT NULL",
+                        "(SELECT record_id FROM carried WHERE run_id = ?) "
+                        "RETURNING finding, text_finding",  # SQLite 3.40 answers IS NOT NULL wrongly in RETURNING
                         (self.target, self.id, self.id),
                     ).fetchall()
                 db.execute(
                     "UPDATE runs SET settled = 1, findings_resolved = ? WHERE id = ?",
-                    (sum(flagged for (flagged,) in dropped), self.id),
+                    (sum(finding is not None for row in dropped for finding in row), self.id),
                 )
             if db.execute("SELECT 1 FROM carried WHERE run_id != ? LIMIT 1", (self.id,)).fetchone() is None:
                 db.execute("DELETE FROM carried")  # emptied whole, without a search: far cheaper
@@ -805,7 +820,14 @@ class Run:
     @_reads("records")
     def findings(self) -> list[Finding] | FindingSpool:
         """This run's findings in record-id order: a plain list when there are few, else a spool on disk."""
-        spool = _StateFindings(self.store.path, self._rows("finding"))
+        mine, params = self._mine()
+        both = self.db.execute(
+            f"SELECT finding FROM (SELECT record_id, 0 AS kind, finding FROM records WHERE {mine} AND finding IS NOT "
+            f"NULL UNION ALL SELECT record_id, 1, text_finding FROM records WHERE {mine} AND text_finding IS NOT NULL) "
+            "ORDER BY record_id, kind",
+            (*params, *params),
+        )
+        spool = _StateFindings(self.store.path, (finding for (finding,) in both))
         return list(spool) if len(spool) <= IN_MEMORY_FINDINGS else spool
 
     @_reads("records")
@@ -831,9 +853,11 @@ class Run:
         """This run's counts; ``findings`` are ``self.findings()``, read once by the caller."""
         severities: Counter[str] = Counter()
         types: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
         for finding in findings:
             severities[finding.severity.value] += 1
             types.update(finding.pii_types)
+            kinds[finding.kind] += 1
         scanned, skipped, with_text, with_pii, pii_flagged = self.count_each(
             "1",
             f"problem IS NOT NULL AND json_extract(problem, '$.field') IS NOT '{DUPLICATE_ID}'",
@@ -843,7 +867,8 @@ class Run:
         )
         return Summary(
             records_scanned=scanned,
-            records_flagged=sum(severities.values()),
+            records_flagged=kinds[VECTOR],
+            stored_text_flagged=kinds[STORED_TEXT],
             records_skipped=skipped,
             by_severity=dict(severities),
             by_pii_type=dict(types),

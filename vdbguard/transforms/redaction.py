@@ -76,6 +76,7 @@ _FAKES: dict[PiiType, Callable[[Any], str]] = {
     PiiType.DATE_OF_BIRTH: lambda f: _date(f.date_of_birth(minimum_age=18, maximum_age=90)),
     PiiType.CREDIT_CARD: lambda f: f.credit_card_number(),
     PiiType.ACCOUNT_NUMBER: lambda f: f.iban(),
+    PiiType.SECRET: lambda f: f.password(length=24),
 }
 
 

@@ -33,5 +33,9 @@ class WeaviateDoubleBackend(DoubleBackend):
     def connector_kwargs(self, collection: str) -> dict[str, Any]:
         return {**super().connector_kwargs(collection), "grpc_port": self.double.grpc_port}
 
+    def listed_name(self, collection: str) -> str:
+        """Weaviate capitalises the first letter of a class name, as the double does."""
+        return collection[:1].upper() + collection[1:]
+
     def unreachable_kwargs(self, collection: str) -> dict[str, Any]:
         return {**super().unreachable_kwargs(collection), "grpc_port": free_port()}

@@ -52,6 +52,16 @@ class Backend(ABC):
     def connector(self, collection: str, **overrides: Any) -> Connector:
         return load_connector(self.connector_name)(**{**self.connector_kwargs(collection), **overrides})
 
+    def store_kwargs(self, **overrides: Any) -> dict[str, Any]:
+        """The connector's settings without a collection: what ``Connector.list_collections`` takes."""
+        kwargs = {**self.connector_kwargs("unused"), **overrides}
+        del kwargs["collection"]
+        return kwargs
+
+    def listed_name(self, collection: str) -> str:
+        """The name the store lists a collection created as ``collection`` under."""
+        return collection
+
     @abstractmethod
     def write_marker(self) -> Any:
         """Something observed on the engine that changes whenever anything is written to it."""

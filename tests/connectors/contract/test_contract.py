@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from vdbguard.connectors import load_connector
 
-from tests.connectors.contract.harness import Backend, ids_of
+from tests.connectors.contract.harness import Backend, EmbeddedBackend, ids_of
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
 from vdbguard.records import VectorRecord, record_digest
 
@@ -334,6 +335,49 @@ def test_missing_collection_is_a_clear_error(backend: Backend, standard) -> None
     with pytest.raises(CollectionNotFoundError) as error, backend.connector("no_such_collection_xyz") as connector:
         connector.describe()
     assert "no_such_collection_xyz" in str(error.value)
+
+
+def test_list_collections_names_every_collection_once_and_only_reads(backend: Backend, standard) -> None:
+    """What ``scan --collection '*'`` expands: every collection of the store, sorted and each once, under a name
+    that opens it; namespaces (tenants, partitions) stay inside their collection; listing writes nothing."""
+    name, records = standard
+    other, namespaces = fresh_name("lst"), ("ns-a", "ns-b") if backend.namespaces else ()
+    fill(backend, other, make_records(4, seed=29, namespaces=namespaces))
+    before = backend.write_marker()
+    listed = load_connector(backend.connector_name).list_collections(**backend.store_kwargs())
+    assert backend.write_marker() == before
+    assert listed == sorted(set(listed))
+    assert {backend.listed_name(name), backend.listed_name(other)} <= set(listed), listed
+    assert not set(namespaces) & set(listed), "namespaces are read inside their collection, not listed beside it"
+    for collection, count in ((name, len(records)), (other, 4)):
+        with backend.connector(backend.listed_name(collection)) as connector:
+            assert connector.describe().count == count
+
+
+def test_listing_a_store_that_is_not_there_or_refuses_fails_clearly(backend: Backend, standard) -> None:
+    """Never an empty list for a store that could not be read: no store at the path, no server at the URL, or
+    credentials it refuses (the error shows none of them)."""
+    lister = load_connector(backend.connector_name)
+    unreachable = backend.unreachable_kwargs("anything")
+    if unreachable is None:
+        assert isinstance(backend, EmbeddedBackend)
+        absent = backend.workdir / "absent" / backend.store
+        with pytest.raises(ConnectorError) as error:
+            lister.list_collections(**backend.store_kwargs(path=str(absent)))
+        assert str(absent) in str(error.value)
+    else:
+        started = time.monotonic()
+        with pytest.raises(ConnectorError) as error:
+            lister.list_collections(**backend.store_kwargs(**unreachable))
+        assert time.monotonic() - started < 60
+        assert "127.0.0.1" in str(error.value) or "localhost" in str(error.value)
+    bad = backend.bad_credentials_kwargs(standard[0])
+    if bad is not None:
+        with pytest.raises(VdbguardError) as refused:
+            lister.list_collections(**backend.store_kwargs(**bad))
+        message = str(refused.value)
+        assert "credential" in message.lower() or "api key" in message.lower() or "auth" in message.lower()
+        assert not [value for value in bad.values() if isinstance(value, str) and len(value) > 6 and value in message]
 
 
 def test_unreachable_host_fails_fast_and_clearly(backend: Backend) -> None:

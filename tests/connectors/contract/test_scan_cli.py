@@ -1,4 +1,4 @@
-"""`vdbguard scan` end to end against every backend of the contract suite, as the README shows it."""
+"""`vdbguard scan` end to end against every backend of the contract suite, as docs/scanning.md shows it."""
 
 from __future__ import annotations
 
