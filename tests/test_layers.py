@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "pii", "masking", "cache", "progress", "text", "plugins", "credentials", "records", "data"),
-    ("embedders", "reports", "connectors", "config"),
+    ("embedders", "reports", "connectors", "config", "identifiers", "baseline"),
     ("corpus",),
     ("detectors",),
     ("transforms",),

@@ -309,3 +309,102 @@ def test_fit_path_is_saved_then_loaded_and_refused_for_other_settings(tmp_path: 
         np.testing.assert_array_equal(second.fit_state()[name], array)
     with pytest.raises(VdbguardError, match="pq: the saved fit"):
         run(ProductQuantize(3), "c")
+
+
+NAMED = [
+    "Refund requested by Dana Whitfield, charged twice on the premium plan.",
+    "Dr. Okafor asked us to move the review to Thursday morning.",
+    "Escalated by Priya Raman: the invoice for March is still missing.",
+    "The printer on the third floor jams again after the update.",
+    "Ship the replacement desk to the Leeds office next week.",
+]
+
+
+def test_redaction_of_an_existing_collection_re_embeds_each_redacted_text_and_redacts_what_it_stores(
+    embedder, tmp_path: Path
+) -> None:
+    """redact re-embeds each record's redacted text with the collection's model (the copy's vector is exactly that
+    embedding), redacts the stored text and payload, names and skips a record with no text (never copying its old
+    vector), resumes from its state, and keeps or drops the stored text when told."""
+    from vdbguard.transforms.redaction import TextRedaction
+
+    path = tmp_path / "store"
+    records = [
+        VectorRecord(f"r{i}", vector, payload={"author": "Dana Whitfield", "kind": "ticket"}, text=text)
+        for i, (text, vector) in enumerate(zip(NAMED, embedder.encode(NAMED), strict=True))
+    ]
+    records.append(VectorRecord("bare", embedder.encode(["no text kept"])[0], payload={"kind": "ticket"}))
+    with ChromaConnector(collection="tickets", path=path, create=True) as store:
+        store.upsert(records)
+    redaction = TextRedaction(strength=0.4)
+    state = tmp_path / "protect.json"
+    with (
+        ChromaConnector(collection="tickets", path=path) as source,
+        ChromaConnector(collection="safe", path=path, create=True) as target,
+    ):
+        result = protect_collection(
+            source, target, redaction, state_path=state, embed=embedder.encode, embedder_name=embedder.name
+        )
+    assert (result.copied, result.skipped) == (5, 1) and "'bare'" in result.problems[0], result
+    with ChromaConnector(collection="safe", path=path) as copy:
+        copied = read_all(copy)
+    assert set(copied) == {f"r{i}" for i in range(5)}, "the record without text is not copied with its old vector"
+    redacted = redaction.transform_texts(NAMED)
+    for i, text in enumerate(redacted):
+        record = copied[f"r{i}"]
+        assert record.text == text and record.payload["author"] == "<PERSON>" and record.payload["kind"] == "ticket"
+        np.testing.assert_allclose(record.vector, embedder.encode([text])[0], atol=1e-5)
+    assert all(name not in json.dumps([r.text for r in copied.values()]) for name in ("Whitfield", "Okafor", "Priya"))
+    assert copied["r3"].text == NAMED[3], "a text without PII is embedded as it was"
+
+    with (
+        ChromaConnector(collection="tickets", path=path) as source,
+        ChromaConnector(collection="safe", path=path) as target,
+    ):
+        again = protect_collection(
+            source, target, redaction, state_path=state, embed=embedder.encode, embedder_name=embedder.name
+        )
+        assert again.resumed and again.copied == 5
+        with pytest.raises(VdbguardError, match="needs the collection's embedding model"):
+            protect_collection(source, target, redaction)
+    for mode, expect in (("keep", NAMED[0]), ("drop", None)):
+        with (
+            ChromaConnector(collection="tickets", path=path) as source,
+            ChromaConnector(collection=mode, path=path, create=True) as target,
+        ):
+            protect_collection(source, target, redaction, embed=embedder.encode, stored_text=mode)
+            assert read_all(target)["r0"].text == expect
+
+
+def test_redaction_refuses_a_collection_that_keeps_no_text(embedder, tmp_path: Path) -> None:
+    from vdbguard.transforms.redaction import TextRedaction
+
+    path = tmp_path / "store"
+    with ChromaConnector(collection="bare", path=path, create=True) as store:
+        store.upsert([VectorRecord(f"v{i}", v) for i, v in enumerate(embedder.encode(NAMED))])
+    with (
+        ChromaConnector(collection="bare", path=path) as source,
+        ChromaConnector(collection="safe", path=path, create=True) as target,
+        pytest.raises(VdbguardError, match="keeps no text beside its vectors") as refused,
+    ):
+        protect_collection(source, target, TextRedaction(), embed=embedder.encode)
+    assert "vector transform" in (refused.value.hint or "")
+
+
+def test_the_cli_redacts_an_existing_collection_and_keeps_its_text_when_told(embedder, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vdbguard.cli import main
+
+    path = tmp_path / "store"
+    with ChromaConnector(collection="tickets", path=path, create=True) as store:
+        vectors = embedder.encode(NAMED)
+        store.upsert([VectorRecord(f"r{i}", v, text=t) for i, (t, v) in enumerate(zip(NAMED, vectors, strict=True))])
+    base = ["protect", "--connector", "chroma", "--path", str(path), "--collection", "tickets", "--no-scan"]
+    base += ["--transform", "redact", "--strength", "0.4"]
+    result = CliRunner().invoke(main, [*base, "--to-collection", "safe"])
+    assert result.exit_code == 0 and "copied 5 records through redact" in result.output, result.output
+    result = CliRunner().invoke(main, [*base, "--to-collection", "kept", "--payload", "keep"])
+    assert result.exit_code == 0, result.output
+    with ChromaConnector(collection="safe", path=path) as safe, ChromaConnector(collection="kept", path=path) as kept:
+        assert "Whitfield" not in (read_all(safe)["r0"].text or "") and read_all(kept)["r0"].text == NAMED[0]

@@ -45,6 +45,7 @@ from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
 
 if TYPE_CHECKING:
     from vdbguard.config import JobConfig, Suppression
+    from vdbguard.identifiers import DetectorSettings
     from vdbguard.reports.store_summary import StoreSummary
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -184,6 +185,23 @@ def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) 
         return None if value is None else check_webhook_url(value)
     except VdbguardError as exc:
         raise click.BadParameter(exc.message) from exc
+
+
+def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Refuse a language the detector does not read, rather than scan it with English models and call it clean."""
+    from vdbguard.identifiers import check_language
+
+    try:
+        return check_language(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _detector_settings(file: Path | None) -> DetectorSettings | None:
+    """--identifiers' file, read and validated before the scan starts."""
+    from vdbguard.config import load_identifiers
+
+    return None if file is None else load_identifiers(file)
 
 
 def _remember_tls(ctx: click.Context, param: click.Parameter, value: Path | bool | None) -> None:
@@ -555,6 +573,21 @@ def _store_flags(path: Path | None, url: str | None, option: tuple[str, ...]) ->
     help="Kinds of finding to report: what the vectors leak (vector), and PII or secrets the records keep in plain "
     "text beside them (stored_text). Repeat to give both.",
 )
+@click.option(
+    "--identifiers",
+    "identifiers_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Types of your own, each reported as CUSTOM:NAME (regexes with context words and a checksum, deny lists), "
+    "and allow lists per type: a YAML, JSON or TOML file of a job file's [[identifiers]] and [[allow_lists]], in "
+    "Presidio's ad-hoc recognizer fields (docs/jobs.md).",
+)
+@click.option(
+    "--language",
+    default="en",
+    show_default=True,
+    callback=_english_only,
+    help="Language of the stored text. The PII detector reads English only (en); another is refused.",
+)
 @fail_on_option("low")
 @friendly_errors
 def scan(
@@ -593,6 +626,8 @@ def scan(
     as_json: bool,
     top_findings: int,
     findings: tuple[str, ...],
+    identifiers_file: Path | None,
+    language: str,
     fail_on: str,
 ) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file.
@@ -604,7 +639,10 @@ def scan(
     if config_file is not None:
         if connector_name or collection or path or url:
             raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
+        if identifiers_file is not None:
+            raise click.UsageError("--config holds its own identifiers: put them in the job file's [[identifiers]]")
         _exit(_run_job_file(config_file, baseline, summary), summary)
+    detector_settings = _detector_settings(identifiers_file)
     if not connector_name or not collection:
         raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
     from vdbguard.attacks import DEFAULT_ATTACKS
@@ -619,6 +657,8 @@ def scan(
     if patterns is not None:
         with _resume_hint(state):
             config = _job_from_flags(click.get_current_context().params, patterns)
+            if detector_settings is not None:
+                config = config.model_copy(update=dict(detector_settings))
             _exit(_run_config(config, baseline, summary, webhook, store_folders=False), summary)
     writable_dir(out)
     if state is not None:
@@ -652,6 +692,7 @@ def scan(
                 deep_record_seconds=deep_record_seconds,
                 executor=RayExecutor(open_connector, workers, address) if executor == "ray" else None,
                 finding_kinds=findings,
+                detector_settings=detector_settings,
             )
     duration = time.monotonic() - started
     report = _apply_baseline(report, baseline, state)
@@ -1182,6 +1223,22 @@ class _TransformOption(click.Option):
     "vdbguard's labelled corpus embedded with --embedder.",
 )
 @click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors.")
+@click.option(
+    "--payload",
+    "stored_text",
+    type=click.Choice(["redact", "keep", "drop"]),
+    default="redact",
+    show_default=True,
+    help="With redact: what the copy stores beside its vectors: the text and payload redacted, kept as they were, or "
+    "the text dropped.",
+)
+@click.option(
+    "--scan/--no-scan",
+    "scan_after",
+    default=True,
+    show_default=True,
+    help="Scan the source and the copy (fast tier) and print the leaks before and after.",
+)
 @friendly_errors
 def protect(
     connector_name: str,
@@ -1199,8 +1256,18 @@ def protect(
     yes: bool,
     concept: str,
     embedder: str,
+    stored_text: str,
+    scan_after: bool,
 ) -> None:
-    """Copy a collection through a transform into a new collection (never in place without --in-place --yes)."""
+    """Copy a collection through a transform into a new collection (never in place without --in-place --yes).
+
+    redact (and chains that start with it, redact+gaussian) reads each record's stored text, redacts it and embeds
+    it again with --embedder: the one defense that removes a name from a vector, for collections that exist.
+
+    \b
+    vdbguard protect --connector chroma --path ./data --collection tickets --to-collection tickets_safe \\
+      --transform redact --strength 0.4 --state protect.json
+    """
     from vdbguard.protect import protect_collection
     from vdbguard.transforms.chain import build_transform
 
@@ -1215,6 +1282,7 @@ def protect(
 
         with console.status(f"Learning where {concept} lives in {embedder}'s vectors"):
             fit_on = corpus_concept_set(Embedder(embedder), concept)
+    model = Embedder(embedder) if transform.text_side else None
     source = _open_connector(connector_name, collection, path, url, option)
     target = source if in_place else _open_connector(connector_name, to_collection, path, url, option)
     with source, target, _progress() as progress:
@@ -1230,8 +1298,40 @@ def protect(
                 in_place=in_place,
                 fit_on=fit_on,
                 fit_path=fit_file,
+                embed=None if model is None else model.encode,
+                embedder_name=None if model is None else model.name,
+                stored_text=stored_text,  # type: ignore[arg-type]
             )
     say(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
+    for problem in result.problems[:10]:
+        say(f"  skipped {problem}")
+    if scan_after and not in_place:
+        _print_before_after(connector_name, (collection, to_collection), path, url, option, embedder)
+
+
+def _print_before_after(
+    connector_name: str, collections: tuple[str, str], path: Path | None, url: str | None, option: tuple[str, ...],
+    embedder: str,
+) -> None:  # fmt: skip
+    """The leaks of the source and of its protected copy, by kind and PII type: what the protection bought."""
+    from collections import Counter
+
+    from vdbguard.scan import scan_collection
+
+    counts: list[Counter[tuple[str, str]]] = []
+    for name in collections:
+        with _open_connector(connector_name, name, path, url, option) as connector, _progress() as progress:
+            report = scan_collection(
+                connector,
+                connector_name=connector_name,
+                location=redact_location(str(path or url)),
+                embedder=Embedder(embedder),
+                progress=progress,
+            )
+        counts.append(Counter((f.kind, t) for f in report.iter_findings() for t in f.pii_types))
+    keys = sorted(set(counts[0]) | set(counts[1]))
+    rows = [(f"{key[0]}: {key[1]}", str(counts[0][key]), str(counts[1][key])) for key in keys]
+    print_table(["records flagged", collections[0], collections[1]], rows, title="leaks before and after")
 
 
 def defense_options(command: Callable[..., Any]) -> Callable[..., Any]:

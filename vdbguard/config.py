@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from vdbguard.credentials import SECRET_NAME, credential_query_parameters, remember_settings, split_userinfo
 from vdbguard.errors import VdbguardError
-from vdbguard.pii import PiiType
+from vdbguard.identifiers import DetectorSettings, IdentifierTables
+from vdbguard.pii import AnyPiiType, PiiType, pii_type_of
 from vdbguard.reports.schema import Severity
 
 DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
@@ -239,18 +240,31 @@ class Suppression(_Strict):
 
     record_id: str = Field(description="Record id (a glob: * and ? match).")
     collection: str | None = Field(default=None, description="Only in this collection (default: any).")
-    pii_type: PiiType | None = Field(default=None, description="Only this type (default: every type).")
+    pii_type: str | None = Field(
+        default=None, description="Only this type, built-in or an identifier's CUSTOM:NAME (default: every type)."
+    )
     reason: str = Field(min_length=1)
     owner: str = Field(min_length=1, description="Who accepted the risk.")
     expires: date = Field(description="After this day the finding is reported again.")
 
-    _upper_type = field_validator("pii_type", mode="before")(lambda v: v.upper() if isinstance(v, str) else v)
+    @field_validator("pii_type")
+    @classmethod
+    def _known_type(cls, pii_type: str | None) -> AnyPiiType | None:
+        """A PiiType, or a user's CustomType: either reads as the string reports write (``.value``)."""
+        if pii_type is None:
+            return None
+        try:
+            return pii_type_of(pii_type.strip().upper())
+        except ValueError:
+            raise ValueError(
+                f"unknown PII type {pii_type!r}; one of {', '.join(PiiType)} or CUSTOM:NAME (an identifier's)"
+            ) from None
 
     def matches(self, collection: str, record_id: str, pii_type: str) -> bool:
         return (
             fnmatch.fnmatchcase(record_id, self.record_id)
             and self.collection in (None, collection)
-            and (self.pii_type is None or self.pii_type.value == pii_type)
+            and (self.pii_type is None or self.pii_type == pii_type)
         )
 
 
@@ -286,8 +300,9 @@ class OutputSettings(_Strict):
         return formats
 
 
-class JobConfig(_Strict):
-    """A scan job: ``vdbguard scan --config vdbguard.toml``."""
+class JobConfig(_Strict, IdentifierTables):
+    """A scan job: ``vdbguard scan --config vdbguard.toml``. ``[detector]``, ``[[identifiers]]`` and
+    ``[[allow_lists]]`` (``vdbguard.identifiers``) come first: the user's own types and the detector's language."""
 
     job: JobSettings = Field(default_factory=JobSettings)
     stores: list[StoreSettings] = Field(min_length=1)
@@ -378,6 +393,54 @@ def describe_errors(exc: ValidationError, lines: Mapping[tuple[str | int, ...], 
     return "\n".join(described)
 
 
+def load_identifiers(path: Path) -> DetectorSettings:
+    """``scan --identifiers FILE``: a job file's ``[detector]``, ``[[identifiers]]`` and ``[[allow_lists]]`` alone,
+    in YAML, JSON or TOML (by its suffix), validated with each problem's place in the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VdbguardError(f"cannot read {path}: {exc}", "check the --identifiers path") from exc
+    data, lines = _parsed(path, text)
+    try:
+        return DetectorSettings.model_validate(data)
+    except ValidationError as exc:
+        raise VdbguardError(
+            f"{path} has {exc.error_count()} problem(s):\n" + describe_errors(exc, lines),
+            "see docs/jobs.md, \"Identifiers of your own\": Presidio's ad-hoc recognizer fields",
+        ) from exc
+
+
+def _parsed(path: Path, text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    """The file's data and the line of each of its keys (TOML by its suffix; YAML otherwise, which reads JSON)."""
+    import yaml
+
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(text), key_lines(text)
+        return yaml.safe_load(text), yaml_lines(yaml.compose(text))
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        kind = "TOML" if path.suffix.lower() == ".toml" else "YAML or JSON"
+        raise VdbguardError(f"{path} is not valid {kind}: {exc}", "fix the syntax at that line") from exc
+
+
+def yaml_lines(node: Any, path: tuple[str | int, ...] = ()) -> dict[tuple[str | int, ...], int]:
+    """The line of each key and list item of a composed YAML (or JSON) document, by path, as ``key_lines``."""
+    import yaml
+
+    lines: dict[tuple[str | int, ...], int] = {}
+    if node is None:
+        return lines
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            lines.update(yaml_lines(value, (*path, str(key.value))))
+            lines[(*path, str(key.value))] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines.update(yaml_lines(item, (*path, i)))
+    return lines
+
+
 def _nearest_line(location: tuple[str | int, ...], lines: Mapping[tuple[str | int, ...], int]) -> int | None:
     """The line of the setting, or of the closest enclosing table that is in the file (a missing setting)."""
     for end in range(len(location), 0, -1):
@@ -438,6 +501,27 @@ fast = ["pii-probe", "bag-of-words"]  # on every record
 
 # [severity.by_type]             # base severity per PII type
 # person = "high"
+
+# [detector]
+# language = "en"                # the only language the detector reads; another is refused
+
+# [[identifiers]]                # a type of your own, reported as CUSTOM:EMPLOYEE_ID (Presidio's ad-hoc fields)
+# supported_entity = "EMPLOYEE_ID"
+# context = ["employee", "staff"] # a context word just before a match adds 0.35; 0.4 is reported
+# validator = "luhn"             # or iban, aba_routing, verhoeff: a checksum the match must pass
+# allow_list = ["EMP-000000"]    # matches that are not a leak
+# severity = "high"              # default medium
+# [[identifiers.patterns]]       # one or more regexes (case-insensitive)
+# name = "employee id"
+# regex = '\\bEMP-\\d{6}\\b'
+# score = 0.3                    # without context: not reported; with it, 0.65
+# [[identifiers]]
+# supported_entity = "PROJECT_CODENAME"
+# deny_list = ["Project Nightingale", "Bluebird"]  # words or phrases, any case
+
+# [[allow_lists]]                # values the detector never reports as a type
+# supported_entity = "EMAIL"
+# allow_list = ["support@example.com"]
 
 [output]
 dir = "vdbguard-reports"

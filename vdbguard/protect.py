@@ -17,6 +17,12 @@ whose transform differs (another key, another fit) is refused: a target half in 
 another would silently break retrieval. A resume with a *seeded*
 random transform (noise) is refused too: it would replay the noise of the first batches, and two
 records carrying the same noise leak their exact difference. Resume those with ``seed=None``.
+
+A text-side transform (``redact``, or a chain that starts with it) cannot change a vector already made: it
+reads each record's stored text, redacts it, and embeds the redacted text again with ``embed`` (the
+collection's model), then runs the chain's vector stages. The stored text itself is redacted too by default
+(``stored_text="redact"``: the document and every string of the payload), or kept, or dropped. A record with no
+stored text is skipped and named, never copied with its old vector; a collection that keeps no text is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -35,7 +41,7 @@ from vdbguard.connectors.base import Connector
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.protector import Item, Protector, vector_label
 from vdbguard.progress import Advance
-from vdbguard.records import Batch, VectorRecord
+from vdbguard.records import TEXT_PAYLOAD_KEYS, Batch, VectorRecord
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
 
@@ -46,6 +52,9 @@ _MAX_PROBLEMS = 100
 _PROBE_ROWS = 2
 
 FitLabels = Callable[[Sequence[VectorRecord]], np.ndarray]
+Embed = Callable[[list[str]], Any]  # texts -> their vectors, the collection's model (any callable: API models too)
+StoredText = Literal["redact", "keep", "drop"]
+STORED_TEXT_MODES: tuple[str, ...] = ("redact", "keep", "drop")
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,9 @@ def protect_collection(
     fit_on: tuple[np.ndarray, np.ndarray] | None = None,
     seed: int = 0,
     fit_path: str | Path | None = None,
+    embed: Embed | None = None,
+    embedder_name: str | None = None,
+    stored_text: StoredText = "redact",
 ) -> ProtectResult:
     """Copy ``source`` into ``target`` with every dense vector replaced by ``transform.apply`` of it.
 
@@ -83,7 +95,8 @@ def protect_collection(
     fit (``vdbguard.transforms.fitting``) to load instead of fitting, or where to save the fit when it does not
     exist yet; without it the fit is kept beside ``state_path`` (``<state>.fit.npz``) and reused on resume.
     Records without a usable vector are skipped and counted; a transform failure stops the run with a
-    RecordError naming the record (resume after fixing it).
+    RecordError naming the record (resume after fixing it). A text-side transform needs ``embed`` (the
+    collection's model, ``embedder_name`` naming it for the state) and applies ``stored_text`` to what is stored.
     """
     if batch_size < 1:
         raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
@@ -92,6 +105,20 @@ def protect_collection(
         raise VdbguardError(
             "the target is the source collection: protecting in place overwrites the original vectors irreversibly",
             "write to a new collection, or pass in_place=True if that is what you want",
+        )
+    if stored_text not in STORED_TEXT_MODES:
+        raise VdbguardError(f"unknown stored_text {stored_text!r}", f"use one of {', '.join(STORED_TEXT_MODES)}")
+    text_side = bool(getattr(transform, "text_side", False))
+    if text_side and embed is None:
+        raise VdbguardError(
+            f"transform {transform.name!r} redacts the stored text and embeds it again: it needs the collection's "
+            "embedding model",
+            "pass --embedder (a packaged model or a local sentence-transformers folder); from Python, embed=",
+        )
+    if text_side and transform.needs_fit:
+        raise VdbguardError(
+            f"{transform.name!r} fits its vector stage, which a copy that re-embeds text does not support yet",
+            "protect with redact alone (or redact+gaussian), then run the fitted transform on the copy",
         )
     state_file = Path(state_path) if state_path is not None else None
     state = _load_state(state_file)
@@ -102,6 +129,8 @@ def protect_collection(
         # the seed is left out: it does not define the stored space (the transform identity checks what does)
         "params": _jsonable({k: v for k, v in transform.params().items() if k != "seed"}),
     }
+    if text_side:
+        key |= {"embedder": embedder_name or repr(embed), "stored_text": stored_text}
     if state is not None:
         mismatch = [k for k, v in key.items() if state.get(k) != v]
         if mismatch:
@@ -113,9 +142,14 @@ def protect_collection(
             return _result(state, resumed=True)
 
     info = source.describe()
+    if text_side:
+        _refuse_without_text(source, batch_size)
     dimension = info.dimension or _first_dimension(source, batch_size)
     if dimension is None:  # nothing with a vector to copy
         return ProtectResult(copied=0, skipped=int(info.count), dimension=None)
+    if text_side:
+        assert embed is not None
+        dimension = int(np.asarray(embed(["dimension"]), dtype=np.float32).shape[1])  # what the copy's vectors hold
     save_to = None  # where a fit made now is kept, once it has passed the resume checks
     if transform.needs_fit:
         fit_file = _fit_file(fit_path, state_file, transform)
@@ -128,7 +162,7 @@ def protect_collection(
             else:
                 _fit(source, transform, batch_size, fit_sample, fit_labels, seed)
             save_to = fit_file
-    identity, out_dim = _transform_identity(transform, dimension)
+    identity, out_dim = _transform_identity(vector_stage(transform), dimension)
     if state is None:
         state = {**key, "version": STATE_VERSION, "cursor": None, "copied": 0, "skipped": 0, "problems": []}
         state["fingerprint"], state["dimension"], state["done"] = identity, out_dim, False
@@ -151,14 +185,19 @@ def protect_collection(
         save_fit(transform, save_to)
     target.ensure_collection(out_dim, info.metric or "cosine", info.vector_names)
 
-    protector = Protector(transform)
+    protector = None if text_side else Protector(transform)
     seen: set[str] | None = set() if same else None  # in place: a moved row must not be transformed twice
     for batch in _batches(source, batch_size, state["cursor"], reopen=target is source):
         records = batch.records
         if seen is not None:
             records = [r for r in records if r.id not in seen]
             seen.update(r.id for r in records)
-        protected, problems = _protect_batch(protector, records)
+        if text_side:
+            assert embed is not None
+            protected, problems = _protect_text_batch(transform, embed, records, stored_text)
+        else:
+            assert protector is not None
+            protected, problems = _protect_batch(protector, records)
         if protected:
             target.upsert(protected)
         state["cursor"] = batch.cursor
@@ -243,6 +282,74 @@ def _protect_batch(protector: Protector, records: Sequence[VectorRecord]) -> tup
     return protected, problems
 
 
+def vector_stage(transform: Transform) -> Transform | None:
+    """What a transform does to a vector: itself, a text-side chain's vector parts, or nothing (``redact``)."""
+    from vdbguard.transforms.chain import Chain
+
+    if not getattr(transform, "text_side", False):
+        return transform
+    return transform if isinstance(transform, Chain) and transform.vector_parts else None
+
+
+def _refuse_without_text(source: Connector, batch_size: int) -> None:
+    for batch in source.iter_batches(batch_size=batch_size):
+        if any(record.source_text is not None for record in batch.records):
+            return
+        break
+    raise VdbguardError(
+        f"collection {getattr(source, 'collection_name', '')!r} keeps no text beside its vectors: redaction embeds "
+        "each record's redacted text again, so it needs that text (a document, or a payload field "
+        "text/document/content/page_content/body)",
+        "protect the vectors with a vector transform instead (e.g. --transform gaussian; docs/defenses.md, "
+        "'Which defense'), or re-ingest from the source documents through redact_then_embed",
+    )
+
+
+def _protect_text_batch(
+    transform: Transform, embed: Embed, records: Sequence[VectorRecord], stored_text: StoredText
+) -> tuple[list[VectorRecord], list[str]]:
+    """Each record with text: its text redacted and embedded again, through the chain's vector stages; the
+    stored text redacted, kept or dropped. A record without text is skipped and named, never copied as it was."""
+    usable, problems = [], []
+    for record in records:
+        if record.source_text is None:
+            problems.append(f"record {record.id!r}: no stored text to redact and embed again: not copied")
+        elif record.named_vectors:
+            problems.append(f"record {record.id!r}: several named vectors; redaction re-embeds one text: not copied")
+        else:
+            usable.append(record)
+    if not usable:
+        return [], problems
+    try:
+        redacted = transform.transform_texts([record.source_text or "" for record in usable])
+        vectors = np.asarray(embed(redacted), dtype=np.float32)
+        stage = vector_stage(transform)
+        vectors = vectors if stage is None else stage.apply(vectors)
+    except VdbguardError:
+        raise
+    except Exception as exc:  # fail closed: nothing of this batch is written
+        raise RecordError(usable[0].id, "text", f"could not be redacted and embedded: {type(exc).__name__}") from exc
+    protected = []
+    for record, text, vector in zip(usable, redacted, vectors, strict=True):
+        payload, stored = dict(record.payload), record.text
+        if stored_text == "redact":
+            payload = _redacted_payload(transform, payload)
+            stored = text if record.text is not None else None
+        elif stored_text == "drop":
+            payload = {k: v for k, v in payload.items() if k not in TEXT_PAYLOAD_KEYS}
+            stored = None
+        protected.append(
+            VectorRecord(id=record.id, vector=vector, payload=payload, text=stored, namespace=record.namespace)
+        )
+    return protected, problems
+
+
+def _redacted_payload(transform: Transform, payload: dict[str, Any]) -> dict[str, Any]:
+    keys = [key for key, value in payload.items() if isinstance(value, str) and value.strip()]
+    redacted = transform.transform_texts([payload[key] for key in keys]) if keys else []
+    return payload | dict(zip(keys, redacted, strict=True))
+
+
 def _fit(
     source: Connector,
     transform: Transform,
@@ -299,9 +406,12 @@ def _first_dimension(source: Connector, batch_size: int) -> int | None:
     return None
 
 
-def _transform_identity(transform: Transform, dimension: int) -> tuple[dict[str, Any], int]:
+def _transform_identity(transform: Transform | None, dimension: int) -> tuple[dict[str, Any], int]:
     """What identifies a transform's fitted parameters and key: its outputs on fixed probe vectors, kept
-    where deterministic (state key ``fingerprint``), and the transform's output dimension."""
+    where deterministic (state key ``fingerprint``), and the transform's output dimension. No vector stage
+    (``redact`` alone): nothing to identify beyond the state's key."""
+    if transform is None:
+        return {}, dimension
     probe = np.random.default_rng(20240611).standard_normal((_PROBE_ROWS, dimension)).astype(np.float32)
     probe /= np.linalg.norm(probe, axis=1, keepdims=True)
     applied = np.asarray(transform.apply(probe), dtype=np.float32)

@@ -70,9 +70,8 @@ def test_the_gazetteer_by_set_lookup_matches_presidios_own_deny_list() -> None:
         supported_entity="NAME_GAZETTEER", deny_list=sorted(names), deny_list_score=GAZETTEER_SCORE
     )
     ours = word_list_recognizer("NAME_GAZETTEER", "NameGazetteerRecognizer", names, GAZETTEER_SCORE)
-    texts = [item.text.lower() for item in synthetic_pii(150, seed=11)]  # word soup, as inversion recovers it
-    texts += [text.lower() for text in human_sentences("holdout")[:150]]
-    texts += ["smith2 _smith smith_ smith-jones o'brien", "garcía garcia garcia\nmüller", "", "smith"]
+    texts = [item.text.lower() for item in synthetic_pii(150, seed=11)] + human_sentences("holdout")[:150]
+    texts += ["smith2 _smith smith_ smith-jones O'Brien", "garcía garcia GARCIA\nmüller", "", "smith"]
 
     def spans(recognizer, text: str) -> list[tuple[int, int, float]]:
         found = recognizer.analyze(text=text, entities=["NAME_GAZETTEER"], nlp_artifacts=None)
@@ -81,21 +80,6 @@ def test_the_gazetteer_by_set_lookup_matches_presidios_own_deny_list() -> None:
     found = [spans(ours, text) for text in texts]
     assert found == [spans(presidio, text) for text in texts]
     assert sum(map(len, found)) > 100
-
-
-def test_in_prose_a_listed_name_counts_capitalised_and_outside_a_place_or_a_longer_name(detector) -> None:
-    """Lower-case word soup (what inversion recovers) is read word by word; in prose a listed word names someone
-    only where it is capitalised and not part of a place or a longer name that spaCy recognises."""
-    from vdbguard.pii import PiiType
-
-    def people(text: str) -> set[str]:
-        return {d.value for d in detector.detect(text) if d.pii_type is PiiType.PERSON}
-
-    assert {"bright", "woods"} <= people("a bright day in the woods laura")
-    assert not people("A bright day in the woods, as always.")
-    assert "Chad" not in people("We flew to Chad on Monday.")
-    assert not people("He studied at Carnegie Mellon University.") & {"Carnegie", "Mellon"}
-    assert {"Laura", "Woods"} <= people("Send it to Laura Woods, who works in Chad.")
 
 
 def test_the_gazetteer_kept_on_disk_is_the_one_computed() -> None:

@@ -228,9 +228,9 @@ def _fresh_copy_contents(store: Path, collection: str) -> dict[str, Any]:
     return json.loads(result.stdout.splitlines()[-1])
 
 
-def _findings(report: Path) -> set[tuple[str, tuple[str, ...]]]:
+def _findings(report: Path) -> set[tuple[str, str, tuple[str, ...]]]:
     data = json.loads(report.read_text())
-    return {(f["record_id"], tuple(sorted(f["pii_types"]))) for f in data["findings"]}
+    return {(f["record_id"], f["kind"], tuple(sorted(f["pii_types"]))) for f in data["findings"]}
 
 
 def scan_outcome(
@@ -270,7 +270,7 @@ def scan_outcome(
         problems.append(f"state holds {len(scanned)} ids: {len(missing)} missing, {len(extra)} not in the store")
     if report["summary"]["records_scanned"] != len(ids):
         problems.append(f"report counts {report['summary']['records_scanned']} records scanned, not {len(ids)}")
-    flagged = [f["record_id"] for f in report["findings"]]
+    flagged = [(f["record_id"], f["kind"]) for f in report["findings"]]  # a vector and a stored-text finding each
     if len(flagged) != len(set(flagged)):
         problems.append(f"{len(flagged) - len(set(flagged))} records reported twice")
     reference, resumed = _findings(work / "reference" / "report.json"), _findings(work / "resumed" / "report.json")

@@ -75,7 +75,7 @@ def test_a_server_gone_for_good_stops_the_scan_with_exit_2_and_a_state_that_resu
     assert sorted(state_ids(state)) == sorted(ids)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["summary"]["records_scanned"] == RECORDS
-    flagged = [finding["record_id"] for finding in report["findings"]]
+    flagged = [(finding["record_id"], finding["kind"]) for finding in report["findings"]]
     assert len(flagged) == len(set(flagged))
 
 

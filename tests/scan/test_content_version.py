@@ -146,8 +146,8 @@ def test_a_scan_that_reads_loads_its_detector_in_a_worker_meanwhile_and_an_uncha
     started: list[DetectorWorker] = []
 
     class Recorded(DetectorWorker):
-        def __init__(self, plugin: str) -> None:
-            super().__init__(plugin)
+        def __init__(self, plugin: str, settings=None) -> None:
+            super().__init__(plugin, settings)
             started.append(self)
 
     monkeypatch.setattr(shared, "DetectorWorker", Recorded)

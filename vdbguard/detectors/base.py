@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from vdbguard.pii import PiiType
+from vdbguard.identifiers import DetectorSettings
+from vdbguard.pii import AnyPiiType
+from vdbguard.reports.schema import Severity
 
 
 @dataclass(frozen=True)
 class Detection:
-    pii_type: PiiType
+    pii_type: AnyPiiType
     value: str
     start: int
     end: int
@@ -25,9 +27,25 @@ class Detector(ABC):
     version: ClassVar[int] = 1  # raised when a text can get other detections: verdicts keyed on it are redone
     max_chars: ClassVar[int | None] = None  # read per text; the rest is not examined
     cutoff: ClassVar[float] = 0.0  # the score a detection needs to be reported
+    accepts_settings: ClassVar[bool] = False  # built with DetectorSettings (a user's identifiers, allow lists)
+    settings: DetectorSettings | None = None
 
     @abstractmethod
     def detect(self, text: str) -> list[Detection]: ...
+
+    def identity(self) -> list[str | int]:
+        """What decides this detector's detections, for keys on what they decide (verdicts, calibrations)."""
+        return identity_of(self.name, self.version, self.settings)
+
+    def built_in_identity(self) -> list[str | int]:
+        """What decides its detections of the built-in types, for a verdict fitted on those alone: a user's own
+        types never change it, so a new identifier does not refit the packaged verdict."""
+        digest = self.settings.built_in_digest() if self.settings is not None else None
+        return [self.name, self.version] + ([digest] if digest else [])
+
+    def severities(self) -> Mapping[str, Severity]:
+        """Base severity of each type the settings define (``CUSTOM:NAME``); the built-in ones have theirs."""
+        return {} if self.settings is None else self.settings.severities()
 
     @classmethod
     def loaded_here(cls) -> bool:
@@ -55,3 +73,8 @@ class Detector(ABC):
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         return [self.detect(text) for text in texts]
+
+
+def identity_of(name: str, version: int, settings: DetectorSettings | None) -> list[str | int]:
+    """A detector plugin's name and version, and the digest of its settings unless they are the defaults."""
+    return [name, version] + ([] if settings is None or settings.is_default else [settings.digest()])

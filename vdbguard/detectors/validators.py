@@ -65,6 +65,40 @@ def aba_routing_valid(digits: str) -> bool:
     return sum(int(d) * w for d, w in zip(digits, (3, 7, 1) * 3, strict=True)) % 10 == 0
 
 
+_VERHOEFF_MULTIPLY = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+)  # fmt: skip
+_VERHOEFF_PERMUTE = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
+)  # fmt: skip
+
+
+def verhoeff_valid(digits: str) -> bool:
+    """The dihedral-group checksum (Aadhaar numbers and many national ids): catches every single-digit error and
+    every swap of neighbours, which Luhn misses for 09/90."""
+    if not digits.isdigit():
+        return False
+    check = 0
+    for position, digit in enumerate(reversed(digits)):
+        check = _VERHOEFF_MULTIPLY[check][_VERHOEFF_PERMUTE[position % 8][int(digit)]]
+    return check == 0
+
+
+CHECKSUMS: dict[str, Callable[[str], bool]] = {
+    "luhn": lambda match: luhn_valid(re.sub(r"\D", "", match)),
+    "iban": iban_valid,
+    "aba_routing": lambda match: aba_routing_valid(re.sub(r"\D", "", match)),
+    "verhoeff": lambda match: verhoeff_valid(re.sub(r"\D", "", match)),
+}
+"""The checksums a user's identifier may name (``validator = "luhn"``), each given the text its pattern matched: the
+digit checksums read its digits (an id's "MBR-" prefix and its spaces are not part of the number), IBAN all of it."""
+
+
 def _digit_runs(text: str) -> list[str]:
     return [re.sub(r"[ -]", "", match.group()) for match in _DIGIT_RUN.finditer(text)]
 

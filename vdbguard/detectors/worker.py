@@ -1,4 +1,5 @@
-"""A PII detector worker: ``python -m vdbguard.detectors.worker NAME`` (started by ``ProcessSharedDetector``).
+"""A PII detector worker: ``python -m vdbguard.detectors.worker NAME [--settings-on-stdin]`` (started by
+``ProcessSharedDetector``; with the flag, its first line of input is the detector's settings as JSON).
 
 It prints ``ready`` once its detector is built, then answers each line of input, a JSON list of texts, with one
 line: a JSON list of each text's detections. It exits at the end of its input, so it never outlives its scan.
@@ -20,12 +21,14 @@ for _module in ("torch", "transformers"):
 
 def main() -> None:
     from vdbguard.detectors import load_detector
-    from vdbguard.detectors.shared import READY, encode
+    from vdbguard.detectors.shared import READY, SETTINGS_FLAG, encode
+    from vdbguard.identifiers import DetectorSettings
 
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the answers
     sys.stdout = sys.stderr
-    detector = load_detector(sys.argv[1])
+    settings = DetectorSettings.model_validate_json(sys.stdin.readline()) if SETTINGS_FLAG in sys.argv[2:] else None
+    detector = load_detector(sys.argv[1], settings=settings)
     gc.freeze()  # the loaded pipeline lives as long as this process: the cyclic collector need not walk it
     print(READY, file=answers, flush=True)
     for line in sys.stdin:

@@ -29,7 +29,7 @@ from vdbguard.detectors.validators import may_hold
 from vdbguard.embedders import SAME_TEXT, Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
-from vdbguard.pii import PiiType
+from vdbguard.pii import AnyPiiType, PiiType, detected_only, pii_type_of
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import Batch, VectorRecord, record_digest
 from vdbguard.reports.schema import (
@@ -60,18 +60,24 @@ TYPE_SEVERITY: dict[PiiType, Severity] = {
     PiiType.ACCOUNT_NUMBER: Severity.HIGH,
     PiiType.MEDICAL: Severity.HIGH,
     PiiType.SECRET: Severity.HIGH,
+    PiiType.IP_ADDRESS: Severity.LOW,  # a device more than a person, and in every log line
+    PiiType.PASSPORT: Severity.HIGH,
+    PiiType.DRIVER_LICENSE: Severity.HIGH,
+    PiiType.NATIONAL_ID: Severity.HIGH,
 }
+CUSTOM_SEVERITY = Severity.MEDIUM  # a user's type whose identifier names no severity
 
 
 def severity_of(
-    pii_types: set[PiiType], recovered_verbatim: bool, overrides: Mapping[PiiType, Severity] | None = None
+    pii_types: set[AnyPiiType], recovered_verbatim: bool, overrides: Mapping[str, Severity] | None = None
 ) -> Severity:
     """Worst type sets the base; a person linked to any other attribute, or PII recovered verbatim, is one worse.
 
-    ``overrides``: a job's own base severity per type (e.g. names in HR data are high).
+    ``overrides``: a job's own base severity per type (e.g. names in HR data are high), and each of the user's
+    own types' (``CUSTOM:NAME``), which otherwise count as medium.
     """
-    table = {**TYPE_SEVERITY, **(overrides or {})}
-    base = max((table[t] for t in pii_types), key=lambda s: s.rank, default=Severity.LOW)
+    table: Mapping[str, Severity] = {**TYPE_SEVERITY, **(overrides or {})}
+    base = max((table.get(t, CUSTOM_SEVERITY) for t in pii_types), key=lambda s: s.rank, default=Severity.LOW)
     linked = PiiType.PERSON in pii_types and len(pii_types) > 1
     steps = int(linked) + int(recovered_verbatim)
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
@@ -139,7 +145,7 @@ class Scanner:
         """Everything in this scanner that changes a verdict, for the state's key."""
         return {
             "attacks": [(a.name, a.version, round(a.threshold, 6), sorted(a.metrics().items())) for a in self.attacks],
-            "detector": [self.detector.name, self.detector.version],
+            "detector": self.detector.identity(),
             "dimension": self.dimension,
             "masked": self.mask_pii,
             "verdict": None if self.verdict is None else sorted((str(k), v) for k, v in self.verdict.cutoffs.items()),
@@ -242,7 +248,10 @@ class Scanner:
                 detail = f"stacked model over {attacks}: P(text contains {pii_type}) = {p:.3f}"
                 fused.append(Evidence(attack=FUSED, pii_type=pii_type, score=p, threshold=cutoff, detail=detail))
         decided = {e.pii_type for e in fused}
-        return fused + [e for e in evidence if e.pii_type in decided]
+        # types no stacked model can weigh (a user's own, those only the detector finds) count as the attacks
+        # that recovered them decide, or a recovered employee id would never be reported
+        alone = [e for e in evidence if e.pii_type not in self.verdict.models and detected_only(e.pii_type)]
+        return fused + [e for e in evidence if e.pii_type in decided] + alone
 
     def _row(
         self,
@@ -271,7 +280,7 @@ class Scanner:
             found = [(field, d) for field, d in found if not self.policy.allows_value(d.value)]
         if not found:
             return None
-        best: dict[PiiType, tuple[str, Detection]] = {}
+        best: dict[AnyPiiType, tuple[str, Detection]] = {}
         for field, detection in found:
             if detection.pii_type not in best or detection.score > best[detection.pii_type][1].score:
                 best[detection.pii_type] = (field, detection)
@@ -287,7 +296,7 @@ class Scanner:
             )
             for pii_type, (field, detection) in sorted(best.items())
         ]
-        overrides = self.policy.severity_by_type if self.policy else None
+        overrides = self._severity_overrides()
         return Finding(
             record_id=record.id,
             kind=STORED_TEXT,
@@ -303,7 +312,7 @@ class Scanner:
         self,
         record: VectorRecord,
         inferences: list[Inference],
-        source_types: set[PiiType],
+        source_types: set[AnyPiiType],
         candidates: list[Candidate],
         probabilities: dict[str, float] | None,
     ) -> Finding | None:
@@ -329,13 +338,13 @@ class Scanner:
             if probability >= attack.threshold
         ]
         text = record.source_text
-        flagged = {PiiType(e.pii_type) for e in evidence}
+        flagged = {pii_type_of(e.pii_type) for e in evidence}
         lowered = text.lower() if text is not None else ""
         recovered_values = [
             c.value for c in candidates if c.value is not None and c.pii_type in flagged and c.over_threshold
         ]
         verbatim = any(value.lower() in lowered for value in recovered_values)
-        overrides = self.policy.severity_by_type if self.policy else None
+        overrides = self._severity_overrides()
         severity = severity_of(flagged, recovered_verbatim=bool(text) and verbatim, overrides=overrides)
         matches = self._vector_matches(record, text)
         if matches and not flagged & source_types and not any(may_hold(t, text or "") for t in flagged):
@@ -358,6 +367,10 @@ class Scanner:
             else sum(1 for word in set(recovered_words) if word in lowered),
             inferred_attributes=attributes,
         )
+
+    def _severity_overrides(self) -> dict[str, Severity]:
+        """The base severity of the user's own types (their identifiers name it), then the job's own per type."""
+        return {**self.detector.severities(), **(self.policy.severity_by_type if self.policy else {})}
 
     def _vector_matches(self, record: VectorRecord, text: str | None) -> bool | None:
         """Whether the record's vector is the store's model's vector of its stored text (None: not checked)."""
@@ -794,7 +807,7 @@ class Candidate:
     detail is written only for evidence."""
 
     attack: Attack
-    pii_type: PiiType
+    pii_type: AnyPiiType
     score: float
     why: str
     value: str | None = None

@@ -62,7 +62,7 @@ def packaged_verdict(
     identity = {
         "version": VERSION,
         "attacks": [(a.name, a.version, a.threshold) for a in attacks],
-        "detector": [detector.name, detector.version],
+        "detector": detector.built_in_identity(),  # a user's own types are never fitted here
         "training": training_digest,
         "calibration": cached_corpus_hash(f"verdict-{records}", calibration_corpus),
         "target_fpr": target_fpr,

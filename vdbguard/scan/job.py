@@ -206,6 +206,7 @@ def run_job(
                             executor=executor,
                             detector_workers=detector_workers,
                             finding_kinds=job.findings,
+                            detector_settings=config.detector_settings(),
                         )
                     report, open_types = apply_suppressions(report, suppressions)
                     if job.state is not None and open_types:

@@ -33,7 +33,7 @@ from vdbguard.detectors.base import Detector
 from vdbguard.embedders import Embedder
 from vdbguard.embedders.loading import same_probe_embeddings
 from vdbguard.errors import RecordError, VdbguardError
-from vdbguard.pii import PiiType
+from vdbguard.pii import AnyPiiType
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import OwnerCalibration, TypeQuality
@@ -80,7 +80,7 @@ OFF = CalibrationOptions(mode="off")
 @dataclass
 class LabelledSample:
     records: list[VectorRecord]
-    labels: list[frozenset[PiiType]]
+    labels: list[frozenset[AnyPiiType]]
 
 
 @dataclass
@@ -198,7 +198,7 @@ def _fit_probe(sample: LabelledSample, rows: np.ndarray, vectors: np.ndarray, se
 
 
 def _held_out_quality(
-    scores: Sequence[dict[ScoreKey, float]], labels: Sequence[frozenset[PiiType]], target_fpr: float, seed: int
+    scores: Sequence[dict[ScoreKey, float]], labels: Sequence[frozenset[AnyPiiType]], target_fpr: float, seed: int
 ) -> dict:
     """Recall and false-positive rate per record and per type, each fold judged by a verdict fitted without it."""
     n = len(scores)
@@ -214,7 +214,7 @@ def _held_out_quality(
     has_pii = np.array([bool(label) for label in labels])
     per_type = {}
     for pii_type in sorted({t.value for label in labels for t in label} | set(flags)):
-        truth = np.array([PiiType(pii_type) in label for label in labels])
+        truth = np.array([pii_type in label for label in labels])  # a user's CUSTOM:NAME too
         hit = flags.get(pii_type, np.zeros(n, dtype=bool))
         auc = None
         if pii_type in fused and 0 < truth.sum() < n:

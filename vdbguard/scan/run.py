@@ -24,6 +24,7 @@ from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detecto
 from vdbguard.detectors.shared import DetectorWorker, WorkerSlot, detector_cores, worth_a_detector_worker
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
+from vdbguard.identifiers import DetectorSettings
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.distributed import RayExecutor, scan_on_ray
@@ -90,6 +91,7 @@ def scan_collection(
     executor: RayExecutor | None = None,
     detector_workers: WorkerSlot | None = None,
     finding_kinds: Sequence[str] = FINDING_KINDS,
+    detector_settings: DetectorSettings | None = None,
 ) -> Report:
     """Scan every record of the collection and return the report.
 
@@ -103,13 +105,15 @@ def scan_collection(
     A scan that reads pages loads its PII detector in a worker process meanwhile, on another core: the one in
     ``detector_workers`` (a job's, kept for its next scan; the caller stops it), or one it starts and stops.
     ``finding_kinds``: ``vector`` (what the vectors leak) and ``stored_text`` (PII kept in plain text beside them).
+    ``detector_settings``: the user's own identifiers and allow lists; they are part of the verdict key, so other
+    ones judge every record again.
     """
     safe_location = redact_location(location)
-    detector_key = detector_identity(detector)
+    detector_key = detector_identity(detector, detector_settings)
     seen = _seen_before(connector, connector_name, safe_location, state_path)
     slot = detector_workers or WorkerSlot()
     reads_here = seen is None and executor is None
-    early = slot.worker(detector) if reads_here and worth_a_detector_worker(detector) else None
+    early = slot.worker(detector, detector_settings) if reads_here and worth_a_detector_worker(detector) else None
     info = seen or connector.describe()
     if embedder is None and calibration.mode == "off" and calibration.load_from is None:
         raise VdbguardError(
@@ -161,6 +165,7 @@ def scan_collection(
                 detector_processes=1 if executor is not None else detector_cores(),
                 early_detector=early,
                 finding_kinds=finding_kinds,
+                detector_settings=detector_settings,
             )
         )
         return built["scanner"]
@@ -174,7 +179,7 @@ def scan_collection(
             for attack in deep_attacks:
                 with_record_budget(attack, deep_record_seconds)
             dimension = info.dimension if embedder is None else embedder.dimension
-            pii_detector = load_detector(detector)
+            pii_detector = load_detector(detector, settings=detector_settings)
             return Scanner(
                 deep_attacks, pii_detector, dimension, mask_pii=mask_pii, policy=policy, source_embedder=embedder
             )
@@ -298,6 +303,7 @@ def _build_scanner(
     detector_processes: int = 1,
     early_detector: DetectorWorker | None = None,
     finding_kinds: Sequence[str] = FINDING_KINDS,
+    detector_settings: DetectorSettings | None = None,
 ) -> dict[str, Any]:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
@@ -313,7 +319,7 @@ def _build_scanner(
         dimension = embedder.dimension
         identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
     attacks = trained_attacks(model, attack_names, profile=settings, progress=progress)
-    pii_detector = load_detector(detector, processes=detector_processes, early=early_detector)
+    pii_detector = load_detector(detector, detector_processes, early_detector, detector_settings)
     calibrated = owner_calibration(
         connector,
         attacks,

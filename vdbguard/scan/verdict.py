@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vdbguard.pii import PiiType
+from vdbguard.pii import AnyPiiType
 
 if TYPE_CHECKING:
     from sklearn.linear_model import LogisticRegression
@@ -74,7 +74,7 @@ class StackedVerdict:
     def fit(
         cls,
         scores: Sequence[Mapping[ScoreKey, float]],
-        labels: Sequence[frozenset[PiiType]],
+        labels: Sequence[frozenset[AnyPiiType]],
         target_fpr: float,
         seed: int = 0,
     ) -> StackedVerdict:
@@ -84,7 +84,7 @@ class StackedVerdict:
         models: dict[str, TypeModel] = {}
         out_of_fold: list[np.ndarray] = []
         for pii_type in sorted({key[1] for key in pairs}):
-            truth = np.array([PiiType(pii_type) in label for label in labels])
+            truth = np.array([pii_type in label for label in labels])  # a user's CUSTOM:NAME too
             if truth.sum() < MIN_POSITIVES or truth.all():
                 continue
             attacks = sorted({attack for attack, t in pairs if t == pii_type})

@@ -1,0 +1,214 @@
+"""Passports, driving licences, national ids, IP addresses and passwords in URLs, from Presidio's predefined
+recognizers.
+
+Presidio ships one recognizer per country and document. Asked about every text, the 44 used here cost more analyzer
+time than all of vdbguard's other recognizers together, and called phone numbers NHS numbers and account numbers
+Aadhaar numbers: a tenth of random digits pass a mod-10 or mod-11 checksum. So one recognizer holds them all
+here: it runs a country's recognizer only on a text that holds one of its context words ("passport", "NINO",
+"codice fiscale"), and keeps a match only with such a word near it (60 characters before, 30 after), scored as
+Presidio's context rule scores it (+0.35, and at least 0.4). Context words that are ordinary English ("us",
+"document", "tax") or short acronyms that are ("pan", "sin", "fin") do not count. IP addresses need no context; a
+cheap look for a dotted quad or a colon pair decides whether the recognizer runs at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from vdbguard.credentials import split_userinfo
+from vdbguard.pii import PiiType
+
+# Presidio's recognizers (presidio_analyzer.predefined_recognizers) by the vdbguard type they find
+GROUPS: dict[PiiType, tuple[str, ...]] = {
+    PiiType.PASSPORT: (
+        "UsPassportRecognizer", "UkPassportRecognizer", "InPassportRecognizer", "EsPassportRecognizer",
+        "ItPassportRecognizer", "DePassportRecognizer", "KrPassportRecognizer", "PhPassportRecognizer",
+        "ZaPassportRecognizer",
+    ),
+    PiiType.DRIVER_LICENSE: (
+        "UsLicenseRecognizer", "UkDrivingLicenceRecognizer", "ItDriverLicenseRecognizer", "DeFuehrerscheinRecognizer",
+        "KrDriverLicenseRecognizer", "ZaDriverLicenseRecognizer",
+    ),
+    PiiType.NATIONAL_ID: (
+        "UsItinRecognizer", "UkNinoRecognizer", "NhsRecognizer", "CaSinRecognizer", "SgFinRecognizer",
+        "AuTfnRecognizer", "AuMedicareRecognizer", "InAadhaarRecognizer", "InPanRecognizer", "InVoterRecognizer",
+        "EsNifRecognizer", "EsNieRecognizer", "ItFiscalCodeRecognizer", "ItIdentityCardRecognizer",
+        "PlPeselRecognizer", "FiPersonalIdentityCodeRecognizer", "KrRrnRecognizer", "KrFrnRecognizer",
+        "SePersonnummerRecognizer", "ThTninRecognizer", "TrNationalIdRecognizer", "ZaIdNumberRecognizer",
+        "NgNinRecognizer", "PhUmidRecognizer", "PhTinRecognizer", "DeTaxIdRecognizer", "DeIdCardRecognizer",
+        "DeSocialSecurityRecognizer", "DeHealthInsuranceRecognizer",
+    ),
+}  # fmt: skip
+# Presidio's context words that ordinary English text is full of, that name nothing on their own, or that name
+# another type ("ssn": the US number, found as SSN; Presidio's Swedish recognizer counts it)
+NOT_CONTEXT = frozenset(
+    {
+        "us", "united", "states", "travel", "document", "documento", "individual", "tax", "payer", "canada", "id",
+        "identity", "identification", "permit", "pass", "carta", "elettronica", "elettronico", "italiano",
+        "viaggio", "viaggiare", "estero", "dogana", "riconoscimento", "espatrio", "rente", "dak", "aok", "bir",
+        "rdo", "epic", "sss", "fin", "sin", "pan", "cf", "nas", "lic", "dls", "cdls", "driver", "driving",
+        "licence", "license", "fev", "drv", "cie", "dha", "dfa", "crn", "tin", "npa", "kba", "egk", "gkv", "tkk",
+        "barmer", "voter", "identità", "seriennummer", "dokumentennummer", "ssn",
+    }
+)  # fmt: skip
+# phrases every recognizer of a type also counts: Presidio's US lists lack them ("driver's license")
+TYPE_CONTEXT: dict[PiiType, tuple[str, ...]] = {
+    PiiType.PASSPORT: ("passport", "passport number", "passport no"),
+    PiiType.DRIVER_LICENSE: (
+        "driver's license", "drivers license", "driver license", "driver's licence", "drivers licence",
+        "driving licence", "driving license", "licence number", "license number", "dl number", "dl#", "dl no",
+    ),
+    PiiType.NATIONAL_ID: (
+        "national id", "national identity number", "national insurance number", "personal identity number",
+        "taxpayer id", "tax id", "voter id",
+    ),
+}  # fmt: skip
+BEFORE, AFTER = 60, 30  # characters around a match a context word may stand in
+CONTEXT_BOOST, CONTEXT_FLOOR = 0.35, 0.4  # Presidio's context rule: a context word adds 0.35, and lifts to 0.4
+URL_PASSWORD_SCORE = 0.85  # below detect-secrets' 0.9: where both find a password, its finding is the one kept
+
+
+def _words_pattern(words: set[str]) -> re.Pattern[str]:
+    """Any of ``words`` as a whole word or phrase (spaces match any whitespace), ignoring case."""
+    alternatives = sorted((re.escape(w).replace(r"\ ", r"\s+") for w in words), key=len, reverse=True)
+    return re.compile(rf"(?<!\w)(?:{'|'.join(alternatives)})(?!\w)", re.IGNORECASE)
+
+
+def _predefined(name: str) -> Any:
+    """Presidio's recognizer ``name``, made to answer English requests (its own language may be another)."""
+    import presidio_analyzer.predefined_recognizers as predefined
+
+    cls = getattr(predefined, name)
+    try:
+        return cls(supported_language="en")
+    except TypeError:
+        recognizer = cls()
+        recognizer.supported_language = "en"
+        return recognizer
+
+
+def _context_of(recognizer: Any, pii_type: PiiType) -> set[str]:
+    own = {word.lower() for word in recognizer.context or ()} - NOT_CONTEXT
+    return own | set(TYPE_CONTEXT[pii_type])
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _key(word: str) -> str:
+    return " ".join(word.lower().split())
+
+
+def document_recognizer():  # -> presidio_analyzer.EntityRecognizer
+    """One recognizer for every type of ``GROUPS``: each country's recognizer runs only on a text that holds one of
+    its context words (one pass of one regex finds which), and a match counts only with such a word near it."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    inner = []  # (type, recognizer, its context words as a pattern)
+    runs: dict[str, list[int]] = {}  # context word -> the recognizers it wakes, in GROUPS order
+    for pii_type, names in GROUPS.items():
+        for name in names:
+            recognizer = _predefined(name)
+            context = _context_of(recognizer, pii_type)
+            for word in context:
+                runs.setdefault(_key(word), []).append(len(inner))
+            inner.append((pii_type.value, recognizer, _words_pattern(context)))
+    gate = _words_pattern(set(runs))
+    first_words = frozenset(_WORD.findall(word)[0] for word in runs)  # a text holds none: no context word either
+
+    class DocumentRecognizer(EntityRecognizer):
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+            if first_words.isdisjoint(_WORD.findall(text.lower())):
+                return []  # a sixth of the gate regex's time, on the texts that hold no context word
+            woken = sorted({i for match in gate.finditer(text) for i in runs.get(_key(match.group()), ())})
+            found = []
+            for entity, recognizer, context in (inner[i] for i in woken):
+                for result in recognizer.analyze(text, recognizer.supported_entities, None) or ():
+                    if result.score > 0 and context.search(_around(text, result.start, result.end)):
+                        metadata = {
+                            RecognizerResult.RECOGNIZER_NAME_KEY: recognizer.name,
+                            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+                            RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True,
+                        }
+                        score = round(min(1.0, max(result.score + CONTEXT_BOOST, CONTEXT_FLOOR)), 4)
+                        start, end = result.start, result.end
+                        found.append(RecognizerResult(entity, start, end, score, recognition_metadata=metadata))
+            return found
+
+    return DocumentRecognizer(supported_entities=[t.value for t in GROUPS], name="IdentityDocumentRecognizer")
+
+
+def _around(text: str, start: int, end: int) -> str:
+    return f"{text[max(0, start - BEFORE) : start]} {text[end : end + AFTER]}"
+
+
+_IP_HINT = re.compile(r"\d\.\d{1,3}\.\d|[0-9a-f]:[0-9a-f]{0,4}:", re.IGNORECASE)
+
+
+def ip_recognizer():  # -> presidio_analyzer.EntityRecognizer
+    """Presidio's IP recognizer, run only on a text with a dotted quad's or an IPv6 address's shape in it: its
+    IPv6 pattern alone cost a tenth of the analyzer's time on texts that hold no address."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    inner = _predefined("IpRecognizer")
+
+    class GatedIpRecognizer(EntityRecognizer):
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+            if not _IP_HINT.search(text):
+                return []
+            results = inner.analyze(text, inner.supported_entities, None) or []
+            for result in results:
+                result.recognition_metadata = {
+                    RecognizerResult.RECOGNIZER_NAME_KEY: inner.name,
+                    RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+                }
+            return [result for result in results if result.score > 0]
+
+    return GatedIpRecognizer(supported_entities=["IP_ADDRESS"], name="GatedIpRecognizer")
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`]+", re.IGNORECASE)
+
+
+def url_passwords(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of the password in each ``scheme://user:password@host`` of ``text``, read as
+    ``credentials.split_userinfo`` reads a URL (its userinfo ends at the last ``@`` before the query), so a
+    password holding ``@``, ``!`` or ``$`` is found whole; detect-secrets' pattern stops at those."""
+    if "://" not in text:
+        return
+    for match in _URL.finditer(text):
+        url = match.group().rstrip(".,;:!?)]}")
+        userinfo = split_userinfo(url).userinfo
+        if not userinfo or ":" not in userinfo:
+            continue
+        user, _, password = userinfo.partition(":")
+        if "/" in user or not password:  # an "@" in a path ("host/a:b@c") is no userinfo
+            continue
+        start = match.start() + url.index("://") + 3 + len(user) + 1
+        yield start, start + len(password)
+
+
+def url_credentials_recognizer(entity: str):  # -> presidio_analyzer.EntityRecognizer
+    """Passwords in URLs, reported as ``entity`` (SECRET: the password is the secret; always masked)."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class UrlCredentialsRecognizer(EntityRecognizer):
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+            metadata = {RecognizerResult.RECOGNIZER_NAME_KEY: self.name}
+            return [
+                RecognizerResult(entity, start, end, URL_PASSWORD_SCORE, recognition_metadata=dict(metadata))
+                for start, end in url_passwords(text)
+            ]
+
+    return UrlCredentialsRecognizer(supported_entities=[entity], name="UrlCredentialsRecognizer")
