@@ -183,7 +183,8 @@ def iban_recognizer():  # -> EntityRecognizer
                     if (end == len(run) or run[end] == " ") and iban_valid(run[:end]):
                         metadata = {RecognizerResult.RECOGNIZER_NAME_KEY: self.name}
                         start = match.start()
-                        found.append(RecognizerResult("IBAN_CODE", start, start + end, 1.0, metadata))
+                        result = RecognizerResult("IBAN_CODE", start, start + end, 1.0, recognition_metadata=metadata)
+                        found.append(result)
                         break
             return found
 

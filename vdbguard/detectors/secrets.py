@@ -81,7 +81,8 @@ def secrets_recognizer():  # -> presidio_analyzer.EntityRecognizer
             found = {}
             for start, end, kind in find_secrets(text):
                 metadata = {RecognizerResult.RECOGNIZER_NAME_KEY: self.name, "secret_type": kind}
-                found.setdefault((start, end), RecognizerResult(SECRET_ENTITY, start, end, 0.9, metadata))
+                result = RecognizerResult(SECRET_ENTITY, start, end, 0.9, recognition_metadata=metadata)
+                found.setdefault((start, end), result)
             return list(found.values())
 
     return SecretsRecognizer(supported_entities=[SECRET_ENTITY], name="SecretsRecognizer")
