@@ -10,5 +10,8 @@ from setuptools import find_packages, setup
 setup(
     packages=[*find_packages(include=["vdbguard", "vdbguard.*"]), "vdbguard.connectors"],
     package_dir={"vdbguard.connectors": "connectors"},
-    package_data={"vdbguard.data": ["*.jsonl.gz", "*.json", "*.safetensors"], "vdbguard.reports": ["templates/*.j2"]},
+    package_data={
+        "vdbguard.data": ["*.jsonl.gz", "*.json", "*.safetensors", "trained-*/*.json", "trained-*/*/*"],
+        "vdbguard.reports": ["templates/*.j2"],
+    },
 )

@@ -112,8 +112,9 @@ def evaluate_attack(data: Path, attack: str, embedder: str, profile: str, out: P
     from vdbguard.cli import main
 
     args = ["evaluate-attacks", "--data", str(data), "--attack", attack, "--embedder", embedder]
-    _, wall, cpu = timed(lambda: main.main([*args, "--profile", profile, "--out", str(out)], standalone_mode=False))
-    metrics = json.loads(out.read_text())
+    folder = out.with_suffix("")
+    _, wall, cpu = timed(lambda: main.main([*args, "--profile", profile, "--out", str(folder)], standalone_mode=False))
+    metrics = json.loads((folder / "attack-metrics.json").read_text())
     metrics |= {"call_wall_seconds": wall, "call_cpu_seconds": cpu}
     metrics["records_per_second"] = round(metrics["n"] / metrics["seconds"], 3)
     out.write_text(json.dumps(metrics, indent=2))

@@ -43,8 +43,8 @@ def test_audit_finds_vectors_made_from_text_the_payload_redacts(embedder, tmp_pa
     store = tmp_path / "store"
     _store(store, embedder)
     before = tree_digest(store)
-    out = tmp_path / "audit.json"
-    args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--out", str(out)]
+    out = tmp_path / "audit" / "audit.json"
+    args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--out", str(out.parent)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output  # a high finding
     audit = json.loads(out.read_text())
@@ -81,13 +81,13 @@ def test_an_embedded_store_other_users_can_read_is_a_finding(embedder, tmp_path:
     for path in (store, *store.rglob("*")):
         path.chmod(path.stat().st_mode | 0o004 | (0o001 if path.is_dir() else 0))
     args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
-    out = tmp_path / "open.json"
-    assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+    out = tmp_path / "open" / "audit.json"
+    assert CliRunner().invoke(main, [*args, "--out", str(out.parent)]).exit_code == 0
     (access,) = [f for f in json.loads(out.read_text())["findings"] if f["check"] == "access"]
     assert access["severity"] == "medium" and "chmod -R o-rwx" in access["fix"]
     for path in (store, *store.rglob("*")):
         path.chmod(path.stat().st_mode & ~0o007)
-    assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+    assert CliRunner().invoke(main, [*args, "--out", str(out.parent)]).exit_code == 0
     assert [f for f in json.loads(out.read_text())["findings"] if f["check"] == "access"] == []
 
 
@@ -107,8 +107,8 @@ def test_a_server_that_serves_vectors_without_credentials_is_a_high_finding(tmp_
             client.upsert("notes", [models.PointStruct(id=1, vector=[0.1, 0.2, 0.3, 0.4], payload={"text": "hi"})])
             args = ["audit", "--connector", "qdrant", "--url", url, "--collection", "notes", "--fail-on", "never"]
             args += ["--option", f"api_key={api_key}"] if api_key else []
-            out = tmp_path / "audit.json"
-            result = CliRunner().invoke(main, [*args, "--out", str(out)])
+            out = tmp_path / "audit" / "audit.json"
+            result = CliRunner().invoke(main, [*args, "--out", str(out.parent)])
             assert result.exit_code == 0, result.output
             audit = json.loads(out.read_text())
             assert [f["severity"] for f in audit["findings"] if f["check"] == "access"] == expected
@@ -148,9 +148,9 @@ def test_transform_strength_a_keyed_rotation_is_undone_by_alignment_and_heavy_no
         collection = chromadb.PersistentClient(path=str(store)).create_collection("notes")
         vectors = transform.apply(raw)
         collection.add(ids=[f"n{i}" for i in range(len(texts))], embeddings=vectors.tolist(), documents=texts)
-        out = tmp_path / f"{name}.json"
+        out = tmp_path / f"{name}-audit" / "audit.json"
         args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
-        assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+        assert CliRunner().invoke(main, [*args, "--out", str(out.parent)]).exit_code == 0
         audit = json.loads(out.read_text())
         found = [f for f in audit["findings"] if f["check"] == "transform strength"]
         severities[name] = (found[0]["severity"], found[0]["evidence"]["held_out_median_cosine"]) if found else None
@@ -185,8 +185,8 @@ def test_pinecone_and_weaviate_searches_that_return_values_are_found(tmp_path: P
             args = ["audit", "--connector", name, "--url", options.pop("url"), "--collection", collection]
             for key, value in options.items():
                 args += ["--option", f"{key}={value}"]
-            out = tmp_path / f"{name}.json"
-            result = CliRunner().invoke(main, [*args, "--fail-on", "never", "--out", str(out)])
+            out = tmp_path / f"{name}-audit" / "audit.json"
+            result = CliRunner().invoke(main, [*args, "--fail-on", "never", "--out", str(out.parent)])
             assert result.exit_code == 0, result.output
             audit = json.loads(out.read_text())
             assert [f["severity"] for f in audit["findings"] if f["check"] == "query endpoint"] == ["low"], name
@@ -216,8 +216,8 @@ def test_with_the_owners_key_a_rotation_is_measured_against_the_adaptive_attacke
     assert needs_fit.exit_code == 2 and "--fit-file" in needs_fit.output
     for key, measured in ((KEY, True), ("not-the-key-" + "9" * 32, False)):
         monkeypatch.setenv(KEY_ENV, key)
-        out = tmp_path / "audit.json"
-        result = CliRunner().invoke(main, [*args, "--out", str(out)])
+        out = tmp_path / "audit" / "audit.json"
+        result = CliRunner().invoke(main, [*args, "--out", str(out.parent)])
         assert result.exit_code == 0, result.output
         audit = json.loads(out.read_text())
         found = [f for f in audit["findings"] if f["check"] == "transform strength (owner's key)"]
@@ -243,9 +243,9 @@ def test_without_text_the_vectors_statistics_tell_raw_output_from_a_rotation(emb
         store = tmp_path / name
         collection = chromadb.PersistentClient(path=str(store)).create_collection("notes")
         collection.add(ids=[f"n{i}" for i in range(len(vectors))], embeddings=np.asarray(vectors).tolist())
-        out = tmp_path / f"{name}.json"
+        out = tmp_path / f"{name}-audit" / "audit.json"
         args = ["audit", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--fail-on", "never"]
-        assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
+        assert CliRunner().invoke(main, [*args, "--out", str(out.parent)]).exit_code == 0
         audit = json.loads(out.read_text())
         found = [f for f in audit["findings"] if f["check"] == "raw vectors"]
         if name == "raw":

@@ -6,8 +6,10 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import jsonschema
 import pytest
 from click.testing import CliRunner
@@ -174,8 +176,17 @@ def test_dimension_mismatch_is_refused_without_a_resume_hint(tmp_path: Path, mod
     """Running the same command again cannot help here, so the error does not say it would."""
     make_chroma_store(tmp_path / "store", "small_vectors", n=5, dim=16, seed=1)
     code, output = run(
-        "scan", "--connector", "chroma", "--path", str(tmp_path / "store"), "--collection", "small_vectors",
-        "--state", str(tmp_path / "scan.sqlite"), "--out", str(tmp_path / "out"),
+        "scan",
+        "--connector",
+        "chroma",
+        "--path",
+        str(tmp_path / "store"),
+        "--collection",
+        "small_vectors",
+        "--state",
+        str(tmp_path / "scan.sqlite"),
+        "--out",
+        str(tmp_path / "out"),
     )
     assert code == 2
     assert "16-d" in output and "384-d" in output and "--embedder" in output
@@ -190,6 +201,21 @@ def test_path_and_url_are_mutually_exclusive() -> None:
 def test_unknown_connector() -> None:
     code, output = run("scan", "--connector", "nosuchdb", "--path", ".", "--collection", "x")
     assert code == 2 and "chroma" in output
+
+
+def test_a_misspelt_plugin_name_suggests_the_closest_one() -> None:
+    from vdbguard import plugins
+    from vdbguard.errors import VdbguardError
+
+    code, output = run("scan", "--connector", "chromadb", "--path", ".", "--collection", "x")
+    assert code == 2 and "did you mean chroma?" in output, output
+    for kind, typo, meant in (("attacks", "bag-of-word", "bag-of-words"), ("transforms", "gausian", "gaussian")):
+        with pytest.raises(VdbguardError) as raised:
+            plugins.load(kind, typo)
+        assert raised.value.hint is not None and raised.value.hint.startswith(f"did you mean {meant}? choose from")
+    with pytest.raises(VdbguardError) as raised:
+        plugins.load("connectors", "nothing-like-it")
+    assert raised.value.hint is not None and "did you mean" not in raised.value.hint
 
 
 def test_attacks_and_connectors_list() -> None:
@@ -349,7 +375,7 @@ def test_json_prints_one_summary_on_stdout_and_every_stderr_line_is_json(scan_ar
     (line,) = done.stdout.splitlines()
     summary = json.loads(line)
     report = Report.model_validate_json((out / "report.json").read_text())
-    assert summary["exit_code"] == done.returncode and summary["fail_on"] == "low"
+    assert summary["exit_code"] == done.returncode and summary["fail_on"] == "high"
     assert summary["records_scanned"] == report.summary.records_scanned == 120
     assert summary["records_flagged"] == report.summary.records_flagged
     assert {k: v for k, v in summary["by_severity"].items() if v} == report.summary.by_severity
@@ -498,3 +524,40 @@ def test_a_baseline_passes_known_findings_and_a_new_leak_still_fails(scan_args, 
     assert code == 1, output
     new = sorted((f.record_id, f.kind) for f in grown.findings)
     assert new == [("note-new-leak", "stored_text"), ("note-new-leak", "vector")]
+
+
+# -- help a person can hold in their head (#44) -----------------------------------------------------------------
+
+EVERYDAY_OPTIONS = 20  # at most, outside "Advanced options"
+
+
+def commands(command: click.Command, path: str = "vdbguard") -> Iterator[tuple[str, click.Command]]:
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from commands(sub, f"{path} {name}")
+
+
+def test_every_command_explains_every_option_keeps_the_advanced_apart_and_shows_examples() -> None:
+    for path, command in commands(main):
+        ctx = click.Context(command, info_name=path)
+        options = [p for p in command.get_params(ctx) if isinstance(p, click.Option)]
+        assert not [p.name for p in options if not p.help], f"{path}: options without help"
+        everyday = [p for p in options if not getattr(p, "advanced", False) and not p.hidden and p.name != "help"]
+        assert len(everyday) <= EVERYDAY_OPTIONS, f"{path}: {len(everyday)} options outside the advanced group"
+        examples = command.get_help(ctx).partition("Examples:")[2]
+        assert re.search(r"^ +(\S+=\S+ )?vdbguard ", examples, re.MULTILINE), f"{path}: no example in its help"
+
+
+def test_help_lists_commands_in_sections_and_advanced_options_apart() -> None:
+    code, output = run("--help")
+    assert code == 0
+    sections = re.findall(r"^(\w+) commands:$", output, re.MULTILINE)
+    assert sections == ["Scan", "Protect", "Measure", "Admin"]
+    scan_section = output.split("Scan commands:")[1].split("Protect commands:")[0]
+    assert [line.split()[0] for line in scan_section.strip().splitlines()] == ["scan", "demo", "report", "warmup"]
+    code, output = run("scan", "--help")
+    everyday, _, advanced = output.partition("Advanced options:")
+    assert code == 0 and "--deep-sample" in advanced and "--executor" in advanced and "--batch-size" in advanced
+    assert "--deep-sample" not in everyday and "--out" in everyday and "--fail-on" in everyday
+    assert "[default: high]" in " ".join(everyday.split()), "one --fail-on default everywhere"
+    assert "--fail-on" not in run("demo", "--help")[1], "the demo is a showcase: it never fails on findings"

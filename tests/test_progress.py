@@ -74,6 +74,19 @@ def test_a_resumed_scan_jump_does_not_count_as_speed() -> None:
     assert stream.getvalue().splitlines()[1] == "Scanning records: 9200/10000 done, 10/s, ETA 1m20s"
 
 
+def test_a_first_batch_after_training_shows_no_rate() -> None:
+    """The attacks train inside the first batch: a line at its end has no speed to tell, so it shows none."""
+    stream, clock = io.StringIO(), Clock()
+    with PlainProgress(stream, interval=10, clock=clock).task("Scanning records", 2000) as advance:
+        clock.now = 400
+        advance(256)
+        clock.now = 410
+        advance(256)
+    first, second = stream.getvalue().splitlines()[1:3]
+    assert first == "Scanning records: 256/2000 done"
+    assert second == "Scanning records: 512/2000 done, 26/s, ETA 58s"
+
+
 def test_json_lines_parse() -> None:
     stream, clock = io.StringIO(), Clock()
     drive(JsonProgress(stream, interval=10, clock=clock), clock, 1000)

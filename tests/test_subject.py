@@ -159,11 +159,11 @@ def test_a_store_that_cannot_delete_is_a_clear_error_and_the_log_says_it_failed(
 def test_cli_find_masks_unless_show_pii_and_writes_the_list(store: Path, tmp_path: Path) -> None:
     base = ["subject", "find", "--connector", "chroma", "--path", str(store), "--collection", "notes"]
     base += ["--name", NAME, "--attack", "none"]
-    masked = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "found.json")])
+    masked = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "found")])
     assert masked.exit_code == 0, masked.output
     assert "3 records relate to M**** O*******" in " ".join(masked.output.split()), masked.output
     assert "Olsgaard" not in masked.output
-    written = json.loads((tmp_path / "found.json").read_text())
+    written = json.loads((tmp_path / "found" / "subject.json").read_text())
     # no --email this time: the record that holds only her email is not hers to this search
     assert {r["id"] for r in written["records"]} == {*ABOUT_HER, REDACTED[0]} - {"her-email"}
     shown = CliRunner().invoke(main, [*base, "--show-pii"])

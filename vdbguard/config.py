@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from vdbguard.credentials import SECRET_NAME, credential_query_parameters, remember_settings, split_userinfo
 from vdbguard.errors import VdbguardError
@@ -94,6 +94,17 @@ class StoreSettings(_Strict):
         if (self.path is None) == (self.url is None):
             raise ValueError("give exactly one of path (embedded store) or url (server)")
         return self
+
+    @field_validator("connector")
+    @classmethod
+    def _known_connector(cls, connector: str) -> str:
+        """A misspelt connector fails when the file is read, not when the job reaches its store."""
+        from vdbguard import plugins
+
+        known = plugins.names("connectors")
+        if connector not in known:
+            raise ValueError(f"unknown connector {connector!r}; {plugins.did_you_mean(connector, known)}one of {known}")
+        return connector
 
     @field_validator("url")
     @classmethod
@@ -192,18 +203,20 @@ class AttackSettings(_Strict):
         description="CPU-seconds a budgeted deep attack (adversarial-decoding) may spend per record; 0 = its own.",
     )
 
-    @model_validator(mode="after")
-    def _known_attacks(self) -> AttackSettings:
+    @field_validator("fast", "deep")
+    @classmethod
+    def _known_attacks(cls, names: list[str], info: ValidationInfo) -> list[str]:
+        """Every attack name the scan will load, checked where it is written (``attacks.deep``, its line)."""
         from vdbguard import plugins
 
         known = {*plugins.names("attacks"), "strongest"}
-        for tier, names in (("fast", self.fast), ("deep", self.deep)):
-            unknown = [name for name in names if name not in known]
-            if unknown:
-                raise ValueError(f"unknown {tier} attack(s) {unknown}; one of {sorted(known)}")
-        if not self.fast:
+        for name in names:
+            if name not in known:
+                hint = plugins.did_you_mean(name, known)
+                raise ValueError(f"unknown {info.field_name} attack {name!r}; {hint}one of {sorted(known)}")
+        if info.field_name == "fast" and not names:
             raise ValueError("the fast tier needs at least one attack")
-        return self
+        return names
 
 
 class AllowList(_Strict):
@@ -294,9 +307,10 @@ class OutputSettings(_Strict):
         from vdbguard import plugins
 
         known = plugins.loaded("reports")  # loaded, not only registered: a broken writer fails here, not after a scan
-        unknown = [f for f in formats if f not in known]
-        if unknown:
-            raise ValueError(f"unknown or broken format(s) {unknown}; installed: {sorted(known)}")
+        for name in formats:
+            if name not in known:
+                hint = plugins.did_you_mean(name, known)
+                raise ValueError(f"unknown or broken format {name!r}; {hint}installed: {sorted(known)}")
         return formats
 
 
@@ -321,6 +335,16 @@ class JobConfig(_Strict, IdentifierTables):
 
     def expired_suppressions(self, today: date) -> list[Suppression]:
         return [s for s in self.suppressions if s.expires < today]
+
+    def unset_credentials(self) -> list[str]:
+        """``store: VARIABLE`` for each credential whose variable this environment does not set: the scan needs
+        them, and a check run elsewhere (CI, a laptop) should say so without failing."""
+        return sorted(
+            f"{store.label}: {variable}"
+            for store in self.stores
+            for variable in store.credentials.values()
+            if not os.environ.get(variable)
+        )
 
 
 def load_job(path: Path) -> JobConfig:
@@ -406,7 +430,7 @@ def load_identifiers(path: Path) -> DetectorSettings:
     except ValidationError as exc:
         raise VdbguardError(
             f"{path} has {exc.error_count()} problem(s):\n" + describe_errors(exc, lines),
-            "see docs/jobs.md, \"Identifiers of your own\": Presidio's ad-hoc recognizer fields",
+            'see docs/jobs.md, "Identifiers of your own": Presidio\'s ad-hoc recognizer fields',
         ) from exc
 
 

@@ -6,9 +6,11 @@ The ground truth stays outside the store; the scan sees vectors and payloads onl
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vdbguard.corpus import human_sentences, synthetic_clean, synthetic_pii
@@ -84,3 +86,33 @@ def demo_metrics(report: Report, truth: dict[str, bool]) -> DemoMetrics:
         clean_records=sum(1 for pii in truth.values() if not pii),
         flagged_clean=sum(1 for rid, pii in truth.items() if not pii and rid in flagged),
     )
+
+
+def run_demo(
+    out: Path, n_records: int, profile: str, formats: Sequence[str], progress: ProgressSink | None = None
+) -> tuple[Report, DemoMetrics]:
+    """Build the demo store under ``out/store`` and scan it as a user would, on what the vectors alone give away
+    (no owner-side calibration); the reports, the ground truth and the scan's score against it go into ``out``."""
+    from vdbguard.connectors.chroma import ChromaConnector
+    from vdbguard.reports import write_reports
+    from vdbguard.scan import scan_collection
+    from vdbguard.scan.owner import OFF
+
+    embedder = Embedder()
+    store = out / "store"
+    truth = build_demo_store(store, n_records, embedder, progress=progress)
+    with ChromaConnector(collection=DEMO_COLLECTION, path=store) as connector:
+        report = scan_collection(
+            connector,
+            connector_name="chroma",
+            location=str(store),
+            embedder=embedder,
+            profile=profile,
+            calibration=OFF,
+            progress=progress,
+        )
+    write_reports(report, out, formats)
+    (out / "ground-truth.json").write_text(json.dumps(truth, indent=0))
+    metrics = demo_metrics(report, truth)
+    (out / "demo-metrics.json").write_text(json.dumps(asdict(metrics), indent=2))
+    return report, metrics

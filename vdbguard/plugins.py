@@ -7,7 +7,9 @@ fatal: one broken extra must not take the rest of the tool down with it.
 
 from __future__ import annotations
 
+import difflib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -63,11 +65,17 @@ def loaded(kind: str) -> dict[str, Any]:
     return result
 
 
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``"did you mean chroma? "`` for a near miss among ``choices``, else nothing: a typo named with its fix."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f"did you mean {close[0]}? " if close else ""
+
+
 def load(kind: str, name: str) -> Any:
-    """The plugin registered as ``name``; an unknown name lists the choices. Import errors propagate,
-    so the caller can turn a missing extra into an install hint."""
+    """The plugin registered as ``name``; an unknown name suggests the closest one and lists the choices.
+    Import errors propagate, so the caller can turn a missing extra into an install hint."""
     registered = _registered(kind)
     if name not in registered:
         choices = ", ".join(sorted(registered)) or "none installed"
-        raise VdbguardError(f"unknown {kind[:-1]} {name!r}", f"choose from: {choices}")
+        raise VdbguardError(f"unknown {kind[:-1]} {name!r}", f"{did_you_mean(name, registered)}choose from: {choices}")
     return registered[name].load()

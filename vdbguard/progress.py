@@ -156,6 +156,8 @@ class _TaskState:
         """Units a second since the first advance (the work before it has no known size)."""
         if self.first_at is not None and now > self.first_at and self.done > self.first_done:
             return (self.done - self.first_done) / (now - self.first_at)
+        if self.first_at == now:  # the first advance: the time before it may be a setup's (training the attacks)
+            return None
         if now > self.started and self.done:
             return self.done / (now - self.started)
         return None

@@ -30,22 +30,26 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from vdbguard.connectors.base import Connector
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.protector import Item, Protector, vector_label
-from vdbguard.progress import Advance
+from vdbguard.progress import Advance, ProgressSink
 from vdbguard.records import TEXT_PAYLOAD_KEYS, Batch, VectorRecord
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
 
-__all__ = ["ProtectResult", "protect_collection"]
+if TYPE_CHECKING:
+    from vdbguard.embedders import Embedder
+
+__all__ = ["ProtectResult", "leak_counts", "protect_collection"]
 
 STATE_VERSION = 1
 _MAX_PROBLEMS = 100
@@ -484,3 +488,16 @@ def _result(state: dict[str, Any], *, resumed: bool) -> ProtectResult:
         resumed=resumed,
         problems=tuple(state.get("problems", ())),
     )
+
+
+def leak_counts(
+    connector: Connector, connector_name: str, location: str, embedder: Embedder, progress: ProgressSink | None = None
+) -> Counter[tuple[str, str]]:
+    """Records flagged by finding kind and PII type in a default scan: what a protection bought, read before and
+    after it."""
+    from vdbguard.scan import scan_collection
+
+    report = scan_collection(
+        connector, connector_name=connector_name, location=location, embedder=embedder, progress=progress
+    )
+    return Counter((finding.kind, t) for finding in report.iter_findings() for t in finding.pii_types)

@@ -28,12 +28,21 @@ def test_checksums_accept_generated_values_and_refuse_one_changed_digit() -> Non
 @pytest.mark.parametrize(
     ("pii_type", "holds", "lacks"),
     [
-        (PiiType.CREDIT_CARD, "Refund requested by Chris Curtis, card 2701590830166136 charged twice.",
-         "Refund for order 2701590830166137 charged twice."),  # one digit off: not Luhn-valid
-        (PiiType.ACCOUNT_NUMBER, "Wire it to DE89 3704 0044 0532 0130 00 by Friday.",
-         "Wire it to DE89 3704 0044 0532 0130 01 by Friday."),
-        (PiiType.ACCOUNT_NUMBER, "The final paycheck goes to account 60-4385-1533780.",
-         "The final paycheck goes out on the 15th, as every month."),
+        (
+            PiiType.CREDIT_CARD,
+            "Refund requested by Chris Curtis, card 2701590830166136 charged twice.",
+            "Refund for order 2701590830166137 charged twice.",
+        ),  # one digit off: not Luhn-valid
+        (
+            PiiType.ACCOUNT_NUMBER,
+            "Wire it to DE89 3704 0044 0532 0130 00 by Friday.",
+            "Wire it to DE89 3704 0044 0532 0130 01 by Friday.",
+        ),
+        (
+            PiiType.ACCOUNT_NUMBER,
+            "The final paycheck goes to account 60-4385-1533780.",
+            "The final paycheck goes out on the 15th, as every month.",
+        ),
         (PiiType.SSN, "Employee record: SSN 219-09-9999 on file.", "Employee record: SSN 000-09-9999 on file."),
         (PiiType.EMAIL, "Send the quote to ana.lopez@example.org today.", "Send the quote to the usual mailbox today."),
         (PiiType.PHONE, "Call me back on +44 20 7946 0958 after lunch.", "Call me back after lunch, room 4 or 7."),

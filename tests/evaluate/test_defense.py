@@ -130,9 +130,9 @@ def test_evaluate_defense_cli_writes_the_contract_keys(
     data = tmp_path / "heldout.jsonl"
     data.write_text("\n".join(json.dumps({"text": item.text}) for item in sentences))
     monkeypatch.setenv(KEY_ENV, KEY)
-    out = tmp_path / "defense.json"
+    out = tmp_path / "defense" / "defense.json"
     args = ["evaluate-defense", "--data", str(data), "--transform", "rotation", "--strength", "1"]
-    args += ["--attack", "bag-of-words", "--attack-limit", "10", "--profile", "small", "--out", str(out)]
+    args += ["--attack", "bag-of-words", "--attack-limit", "10", "--profile", "small", "--out", str(out.parent)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     written = json.loads(out.read_text())
@@ -148,9 +148,9 @@ def test_calibrate_skips_a_keyed_transform_without_a_key_and_tries_the_rest(
     data = tmp_path / "heldout.jsonl"
     data.write_text("\n".join(json.dumps({"text": item.text}) for item in sentences))
     monkeypatch.delenv(KEY_ENV, raising=False)
-    out = tmp_path / "points.json"
+    out = tmp_path / "calibration" / "calibration.json"
     args = ["calibrate", "--data", str(data), "--transform", "dcpe", "--transform", "binary", "--profile", "small"]
-    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--out", str(out)])
+    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--out", str(out.parent)])
     assert result.exit_code in (0, 1), result.output
     assert "skipped dcpe" in result.output and KEY_ENV in result.output
     assert [p["transform"] for p in json.loads(out.read_text())] == ["binary"]

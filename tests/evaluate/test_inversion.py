@@ -41,10 +41,10 @@ def test_evaluate_attacks_writes_the_contracted_metrics(tmp_path: Path, small_at
         {"text": "The printer on the third floor is jammed again."},
     ]
     data.write_text("\n".join(json.dumps(r) for r in rows))
-    out = tmp_path / "m.json"
+    out = tmp_path / "m" / "attack-metrics.json"
     # bag-of-words is cached by `small_attacks`; `strongest` would run a deep attack for minutes
     args = ["evaluate-attacks", "--data", str(data), "--attack", "bag-of-words", "--profile", "small"]
-    args += ["--out", str(out)]
+    args += ["--out", str(out.parent)]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     metrics = json.loads(out.read_text())
@@ -64,6 +64,6 @@ def test_evaluate_attacks_writes_the_contracted_metrics(tmp_path: Path, small_at
 def test_probe_attacks_are_refused_by_the_inversion_harness(tmp_path: Path) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text('{"text": "hello there"}\n')
-    args = ["evaluate-attacks", "--data", str(data), "--attack", "pii-probe", "--out", str(tmp_path / "m.json")]
+    args = ["evaluate-attacks", "--data", str(data), "--attack", "pii-probe", "--out", str(tmp_path / "m")]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "does not recover text" in result.output

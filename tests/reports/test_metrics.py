@@ -16,7 +16,6 @@ from tests.reports.test_writers import make_report
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.metrics import (
     check_webhook_url,
-    escape_label,
     post_webhook,
     render_metrics,
     webhook_payload,
@@ -79,8 +78,8 @@ def test_textfile_has_every_count(tmp_path: Path) -> None:
 
 def test_label_values_are_escaped() -> None:
     odd = 'notes "prod"\nline two \\ end'
-    assert escape_label(odd) == 'notes \\"prod\\"\\nline two \\\\ end'
     text = render_metrics(make_report(), collection=odd, duration_s=1, now=1)
+    assert 'collection="notes \\"prod\\"\\nline two \\\\ end"' in text
     plain = render_metrics(make_report(), collection="x", duration_s=1, now=1)
     assert len(text.splitlines()) == len(plain.splitlines())  # the newline never breaks a sample in two
     samples = parse_exposition(text)
@@ -124,6 +123,24 @@ def test_a_failed_scan_keeps_the_last_success(tmp_path: Path) -> None:
     assert value(samples, "last_success_timestamp_seconds") == 100
     assert value(samples, "scan_duration_seconds") == 2
     assert ("vdbguard_records_scanned", (("collection", "notes"),)) not in samples
+
+
+def test_a_failed_scan_reads_the_last_success_of_any_valid_file(tmp_path: Path) -> None:
+    odd = 'notes "prod"\nline two \\ end'
+    path = tmp_path / "m.prom"
+    path.write_text(  # as vdbguard wrote it before prometheus_client did, and a label value that needs escaping
+        "# HELP vdbguard_last_success_timestamp_seconds When a scan last finished (Unix time).\n"
+        "# TYPE vdbguard_last_success_timestamp_seconds gauge\n"
+        'vdbguard_last_success_timestamp_seconds{collection="other"} 7.0\n'
+        'vdbguard_last_success_timestamp_seconds{collection="notes \\"prod\\"\\nline two \\\\ end"} 1700000000.5\n'
+    )
+    write_metrics(path, None, collection=odd, duration_s=1, now=10)
+    kept = parse_exposition(path.read_text())[("vdbguard_last_success_timestamp_seconds", (("collection", odd),))]
+    assert kept == 1_700_000_000.5
+    path.write_text("not {an exposition file\n")
+    write_metrics(path, None, collection="notes", duration_s=1, now=10)  # unreadable: no last success, no error
+    assert value(parse_exposition(path.read_text()), "scan_success") == 0
+    assert "last_success" not in path.read_text()
 
 
 def test_unwritable_metrics_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_scan_identifiers_reads_a_yaml_file_and_the_language_is_english_only(
     identifiers.write_text(IDENTIFIERS_YAML)
     flags = ("scan", "--connector", "chroma", "--path", str(store), "--collection", "notes", "--profile", "small")
     code, output = run(*flags, "--identifiers", str(identifiers), "--out", str(tmp_path / "out"), "--format", "json")
-    assert code == 1, output  # a high finding fails the default --fail-on low
+    assert code == 1, output  # a high finding fails the default --fail-on high
     report = Report.model_validate_json((tmp_path / "out" / "report.json").read_text())
     assert "CUSTOM:EMPLOYEE_ID" in _findings(report, "stored_text")["emp"].pii_types
     assert "CUSTOM:EMPLOYEE_ID" in _findings(report, "stored_text")["allowed"].pii_types, "no allow list in this file"

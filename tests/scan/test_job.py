@@ -53,7 +53,7 @@ def test_validate_names_every_problem_with_its_location(tmp_path: Path) -> None:
         ("job.batchsize", "unknown setting"),
         ("stores[0].options", "option 'password' looks like a credential"),
         ("stores[0].url", "the url holds credentials"),
-        ("attacks", "unknown fast attack(s) ['nosuch']"),
+        ("attacks.fast", "unknown fast attack 'nosuch'"),
         ("allow.patterns", "pattern '(unclosed' is not a regular expression"),
     ):
         assert re.search(rf"{re.escape(where)} \(line \d+\): {re.escape(expected)}", output), (where, output)
@@ -61,6 +61,42 @@ def test_validate_names_every_problem_with_its_location(tmp_path: Path) -> None:
     (tmp_path / "syntax.toml").write_text("[job\n")
     code, output = run("config", "validate", str(tmp_path / "syntax.toml"))
     assert code == 2 and "not valid TOML" in output and "line 1" in output
+
+
+def test_validate_names_each_misspelt_plugin_with_the_closest_one(tmp_path: Path) -> None:
+    """Every name the scan would load (connector, fast and deep attacks, formats) is checked before it runs."""
+    typos = {
+        'connector = "chroma"': (
+            'connector = "chromadb"',
+            "stores[0].connector",
+            "unknown connector 'chromadb'; did you mean chroma?",
+        ),
+        'fast = ["pii-probe"': (
+            'fast = ["pii-prob"',
+            "attacks.fast",
+            "unknown fast attack 'pii-prob'; did you mean pii-probe?",
+        ),
+        '# deep = ["slot-search"]': (
+            'deep = ["slot-serch"]',
+            "attacks.deep",
+            "unknown deep attack 'slot-serch'; did you mean slot-search?",
+        ),
+        'formats = ["json", "md", "html"': (
+            'formats = ["json", "md", "htlm"',
+            "output.formats",
+            "unknown or broken format 'htlm'; did you mean html?",
+        ),
+    }
+    bad = STARTER
+    for old, (typo, _, _) in typos.items():
+        assert old in bad, old
+        bad = bad.replace(old, typo)
+    (tmp_path / "typos.toml").write_text(bad)
+    code, output = run("config", "validate", str(tmp_path / "typos.toml"))
+    flat = " ".join(output.split())
+    assert code == 2, output
+    for _, where, expected in typos.values():
+        assert re.search(rf"{re.escape(where)} \(line \d+\): {re.escape(expected)}", flat), (where, output)
 
 
 def test_the_deep_tier_takes_strongest_and_a_per_record_budget(tmp_path: Path) -> None:
@@ -90,15 +126,24 @@ def test_credentials_come_from_the_named_environment_variable_only(tmp_path: Pat
 @pytest.mark.parametrize(
     ("store", "where", "expected"),
     [
-        ('url = "http://127.0.0.1:1"\n[stores.credentials]\napi_key = "sk-inline-JobSecret01"', "stores[0].credentials",
-         "api_key must name an environment variable"),
+        (
+            'url = "http://127.0.0.1:1"\n[stores.credentials]\napi_key = "sk-inline-JobSecret01"',
+            "stores[0].credentials",
+            "api_key must name an environment variable",
+        ),
         ('url = "http://admin:Job/Secret02@127.0.0.1:1"', "stores[0].url", "the url holds credentials"),
         ('url = "http://admin:Job@Secret03@127.0.0.1:1"', "stores[0].url", "the url holds credentials"),
         ('url = "http://127.0.0.1:1/?api_key=JobSecret04"', "stores[0].url", "the url's query holds credentials"),
-        ('url = "http://127.0.0.1:1"\n[stores.options]\nheaders = {Authorization = "Bearer JobSecret05"}',
-         "stores[0].options", "option 'headers.Authorization' looks like a credential"),
-        ('url = "http://127.0.0.1:1"\n[stores.options]\nheaders = {X-Api-Key = "JobSecret06"}',
-         "stores[0].options", "option 'headers.X-Api-Key' looks like a credential"),
+        (
+            'url = "http://127.0.0.1:1"\n[stores.options]\nheaders = {Authorization = "Bearer JobSecret05"}',
+            "stores[0].options",
+            "option 'headers.Authorization' looks like a credential",
+        ),
+        (
+            'url = "http://127.0.0.1:1"\n[stores.options]\nheaders = {X-Api-Key = "JobSecret06"}',
+            "stores[0].options",
+            "option 'headers.X-Api-Key' looks like a credential",
+        ),
     ],
 )
 def test_a_job_file_holds_no_secret_and_never_echoes_one(tmp_path: Path, store: str, where: str, expected: str) -> None:

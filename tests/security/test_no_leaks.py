@@ -109,8 +109,10 @@ def test_no_connector_error_shows_a_hostile_url_password(connector: str) -> None
         assert "127.0.0.1" in shown or "PostgreSQL URL" in shown, (what, shown)
 
 
-@pytest.mark.parametrize(("connector", "what"), [("chroma", "slash and at"), ("pgvector", "slash and at"),
-                                                 ("qdrant", "query string"), ("chroma", "non-ascii")])
+@pytest.mark.parametrize(
+    ("connector", "what"),
+    [("chroma", "slash and at"), ("pgvector", "slash and at"), ("qdrant", "query string"), ("chroma", "non-ascii")],
+)
 def test_a_failing_connection_never_shows_the_url_password(tmp_path: Path, connector: str, what: str) -> None:
     url = _store_url(connector, HOSTILE_URLS[what])
     args = ["-v", "scan", "--connector", connector, "--url", url, "--collection", "tickets", "--out", str(tmp_path)]
@@ -172,7 +174,7 @@ def test_subject_find_and_erase_show_the_person_only_when_asked(planted_store: P
     shutil.copytree(planted_store, store)
     args = ["-v", "subject", "erase", "--connector", "chroma", "--path", str(store), "--collection", "tickets"]
     args += ["--name", PLANTED["name"], "--email", PLANTED["email"], "--profile", "small"]
-    args += ["--audit-log", str(tmp_path / "erasures.jsonl"), "--out", str(tmp_path / "found.json")]
+    args += ["--audit-log", str(tmp_path / "erasures.jsonl"), "--out", str(tmp_path / "found")]
     shown = subprocess.run(vdbguard_command(*args, "--show-pii"), env=cli_env(), capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert PLANTED["name"] in " ".join(shown.stdout.split()), "--show-pii shows the matched name"
@@ -180,9 +182,9 @@ def test_subject_find_and_erase_show_the_person_only_when_asked(planted_store: P
     assert _leaks({"output": (shown.stdout + shown.stderr).encode()}, secrets) == []
     erased = subprocess.run(vdbguard_command(*args, "--yes"), env=cli_env(), capture_output=True, text=True)
     assert erased.returncode == 0, erased.stderr[-2000:]
-    outputs = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    outputs = {p.name: p.read_bytes() for p in [*tmp_path.iterdir(), *(tmp_path / "found").iterdir()] if p.is_file()}
     outputs["output"] = (erased.stdout + erased.stderr).encode()
-    assert set(outputs) == {"erasures.jsonl", "found.json", "output"}
+    assert set(outputs) == {"erasures.jsonl", "subject.json", "output"}
     assert _leaks(outputs, PLANTED) == [] and b"Bjarni" not in b"".join(outputs.values())
 
 
@@ -199,10 +201,10 @@ def test_evaluate_defense_shows_no_planted_value_and_never_the_transform_key(sma
     rows += [{"text": text, "names": [name] if name else [], "pii": [PLANTED["email"]]} for text, name in planted]
     data = tmp_path / "heldout.jsonl"
     data.write_text("\n".join(json.dumps(row) for row in rows))
-    out = tmp_path / "defense.json"
+    out = tmp_path / "defense" / "defense.json"
     args = ["-v", "--log-format", "json", "evaluate-defense", "--data", str(data), "--transform", "rotation"]
     args += ["--strength", "1", "--attack", "bag-of-words", "--profile", "small", "--attack-limit", "4"]
-    args += ["--out", str(out)]
+    args += ["--out", str(out.parent)]
     env = {**cli_env(), "VDBGUARD_TRANSFORM_KEY": TRANSFORM_KEY}
     result = subprocess.run(vdbguard_command(*args), env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

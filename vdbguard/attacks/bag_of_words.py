@@ -104,6 +104,12 @@ class BagOfWordsInversion(Attack):
                     targets[row, index[word]] = 1.0
         return targets
 
+    def _epochs(self, train_items: int) -> int:
+        return max(self.epochs, -(-self.min_steps // -(-train_items // 128)))
+
+    def training_steps(self, items: int) -> int:
+        return self._epochs(items - max(1, items // 10))
+
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         import torch
         from torch import nn
@@ -121,8 +127,7 @@ class BagOfWordsInversion(Attack):
         optimiser = torch.optim.AdamW(network.parameters(), lr=2e-3, weight_decay=1e-4)
         loss_fn = nn.BCEWithLogitsLoss()
         generator = torch.Generator().manual_seed(self.seed)
-        batches_per_epoch = -(-len(train_idx) // 128)
-        for _ in range(max(self.epochs, -(-self.min_steps // batches_per_epoch))):
+        for _ in range(self._epochs(len(train_idx))):
             network.train()
             for batch in torch.randperm(len(train_idx), generator=generator).split(128):
                 rows = torch.from_numpy(train_idx)[batch]

@@ -62,6 +62,10 @@ class Attack(ABC):
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Train on labelled texts and their embeddings (rows L2-normalised)."""
 
+    def training_steps(self, items: int) -> int | None:
+        """How many times ``fit`` on ``items`` texts calls its progress callback (None: unknown), for a total."""
+        return None
+
     @abstractmethod
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
         """Attack stored vectors; one Inference per row.

@@ -35,15 +35,17 @@ class PiiProbeAttack(Attack):
         self.probes: dict[PiiType, tuple[np.ndarray, float, float, float]] = {}
         self._metrics: dict[str, float] = {}
 
+    def training_steps(self, items: int) -> int:
+        return len(PROBED_TYPES)
+
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         items, x, train, calibration = labelled_split(items, embeddings, self.seed)
         for pii_type in PROBED_TYPES:
             y = np.array([pii_type in item.pii for item in items])
-            if y[train].sum() < MIN_POSITIVES or y[calibration].sum() < 2 or y[calibration].all():
-                continue
-            probe = CalibratedProbe.fit(x, y, train, calibration, self.regularisation)
-            self.probes[pii_type] = (probe.weights, probe.bias, probe.slope, probe.intercept)
-            self._metrics[f"auc_{pii_type.value}"] = probe.auc
+            if y[train].sum() >= MIN_POSITIVES and y[calibration].sum() >= 2 and not y[calibration].all():
+                probe = CalibratedProbe.fit(x, y, train, calibration, self.regularisation)
+                self.probes[pii_type] = (probe.weights, probe.bias, probe.slope, probe.intercept)
+                self._metrics[f"auc_{pii_type.value}"] = probe.auc
             if progress:
                 progress(1)
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,9 +25,12 @@ from vdbguard.cache import cache_root
 from vdbguard.corpus import LabelledText, corpus_hash
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.corpus.labelled import cached_corpus_hash
+from vdbguard.data import packaged_file
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.transforms.base import Transform
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,38 @@ def training_digest(profile: TrainingProfile | str) -> str:
     return cached_corpus_hash(repr(profile), lambda: _profile_corpus(profile))
 
 
+PACKAGED_MODELS = ("trained-minilm",)
+"""Folders of fast-tier models and verdicts trained ahead for a packaged embedder, each with ``embedder.json``
+recording the fingerprint probes' embeddings that recognise that embedder on any machine."""
+
+
+def model_folders(embedder: Embedder, cache: Path | None = None) -> list[Path]:
+    """Where trained models for ``embedder`` are looked for: the user's cache first, then what shipped with vdbguard
+    for it (so a first scan on the packaged MiniLM trains nothing). Training writes to the first."""
+    folders = [(cache or cache_root()) / "models" / embedder.fingerprint]
+    for name in PACKAGED_MODELS:
+        folder = packaged_file(name)
+        recorded = folder / "embedder.json"
+        if recorded.exists() and embedder.computes_like(json.loads(recorded.read_text())["probes"]):
+            folders.append(folder)
+    return folders
+
+
+def training_notice(
+    embedder: Embedder, attack_names: Sequence[str], corpus: Sequence[LabelledText], cache: Path
+) -> str:
+    """What a first scan with this embedder is about to do, for how long, and where the result stays."""
+    sample = [item.text for item in corpus[:: max(1, len(corpus) // 64)]]
+    started = time.perf_counter()
+    embedder.encode(sample)
+    minutes = (time.perf_counter() - started) / len(sample) * len(corpus) / 60
+    return (
+        f"first use of {embedder.name}: training {', '.join(attack_names)} on {len(corpus):,} sentences "
+        f"(about {max(1, round(minutes))} min to embed them on this machine, then training); "
+        f"cached in {cache} for later scans. `vdbguard warmup` does this ahead of a scheduled job"
+    )
+
+
 def _defense_key(defense: Transform) -> str:
     description = json.dumps({"name": defense.name, **defense.params()}, sort_keys=True, default=str)
     return hashlib.sha256(description.encode()).hexdigest()[:12]
@@ -121,11 +158,14 @@ def trained_attacks(
         corpus, digest = (), training_digest(profile)
     embeddings: np.ndarray | None = None
     attacks = []
+    folders = model_folders(embedder, cache)
+    if defense is not None or user_texts:
+        folders = folders[:1]  # what shipped learned from the plain corpus
     for name in attack_names:
         cls = load_attack_class(name, embedder.name)
         name = cls.name  # "strongest" resolves to a real attack, and caches under that attack's name
         suffix = f"-{_defense_key(defense)}" if defense is not None else ""
-        directory = cache / "models" / embedder.fingerprint / f"{name}-v{cls.version}-{digest[:16]}{suffix}"
+        folder_name = f"{name}-v{cls.version}-{digest[:16]}{suffix}"
         pretrained = cls.pretrained(embedder) if defense is None and not user_texts else None
         if pretrained is not None:
             attacks.append(pretrained)
@@ -135,14 +175,16 @@ def trained_attacks(
             attack.embedder = embedder
             attacks.append(attack)
             continue
-        if (directory / "COMPLETE").exists():
-            attack = cls.load(directory)
+        trained = next((f / folder_name for f in folders if (f / folder_name / "COMPLETE").exists()), None)
+        if trained is not None:
+            attack = cls.load(trained)
             attack.embedder = embedder
             attacks.append(attack)
             continue
         if not corpus:
             corpus = list(_profile_corpus(profile))
         if embeddings is None:
+            logger.warning("%s", training_notice(embedder, attack_names, corpus, folders[0]))
             embeddings = (
                 embed_corpus(embedder, corpus, progress, cache)
                 if defense is None
@@ -150,8 +192,9 @@ def trained_attacks(
             )
         attack = cls()
         attack.embedder = embedder
-        with progress.task(f"Training {name}", None) as advance:
+        with progress.task(f"Training {name}", attack.training_steps(len(corpus))) as advance:
             attack.fit(corpus, embeddings, progress=advance)
+        directory = folders[0] / folder_name
         directory.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=directory.parent))
         attack.save(staging)

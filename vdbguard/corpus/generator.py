@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 from faker import Faker
 
@@ -37,6 +38,9 @@ from vdbguard.data.medical import CONDITIONS, DRUGS
 from vdbguard.pii import PROBED_TYPES, PiiType
 
 MAX_TYPES_PER_SENTENCE = 3
+CORPUS_DAY = date(2026, 1, 1)
+"""The day dates are drawn relative to, not today: the corpus, and the models keyed by its hash (those vdbguard
+ships among them), must be the same on every day."""
 """A sentence carries 1-3 PII types: enough co-occurrence to be realistic, few enough that each probe
 still sees many sentences where only *its* type distinguishes positive from negative."""
 
@@ -168,8 +172,12 @@ def _ssn(s: SentenceState) -> str:
     return f"{area:03d}{sep}{group:02d}{sep}{serial:04d}"
 
 
+def years_before(day: date, years: int) -> date:
+    return day.replace(year=day.year - years)
+
+
 def _dob(s: SentenceState) -> str:
-    d = s.fake.date_of_birth(minimum_age=18, maximum_age=90)
+    d = s.fake.date_between(years_before(CORPUS_DAY, 90), years_before(CORPUS_DAY, 18))
     rng, mon = s.rng, MONTHS[d.month - 1]
     us = s.locale in ("en_US", "en_CA")
     return rng.choice(

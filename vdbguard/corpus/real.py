@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from vdbguard.corpus.generator import SentenceState, derive_seed, render_pii, seeded_fakers
+from vdbguard.corpus.generator import CORPUS_DAY, SentenceState, derive_seed, render_pii, seeded_fakers, years_before
 from vdbguard.corpus.human import faker_first_names, faker_name_lists, human_sentences
 from vdbguard.corpus.labelled import LabelledText
 from vdbguard.pii import PiiType
@@ -149,7 +149,7 @@ class _Filler:
     def __call__(self, pattern: str) -> str:
         rng = self.rng
         product = rng.choice(self.identifiers)
-        date = self.s.fake.date_between(start_date="-15y")
+        date = self.s.fake.date_between(years_before(CORPUS_DAY, 15), CORPUS_DAY)
         values: dict[str, Callable[[], str]] = {
             "P": lambda: product,
             "p": lambda: product.lower(),

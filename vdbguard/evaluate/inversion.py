@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from vdbguard.attacks import Attack
 from vdbguard.embedders import Embedder
+from vdbguard.errors import VdbguardError
 from vdbguard.evaluate.data import EvalItem
 from vdbguard.text import name_recovery, token_f1
 
@@ -66,3 +69,34 @@ def evaluate_inversion(attack: Attack, embedder: Embedder, items: Sequence[EvalI
         "cpu_seconds_per_record": round((time.process_time() - cpu_started) / max(len(items), 1), 3),
         "encoder_queries_per_record": round((attack.encoder_queries - queries_before) / max(len(items), 1), 1),
     }
+
+
+def measure_attack(
+    data: Path, embedder_name: str, attack_name: str, profile: str, seconds_per_record: float, progress: Any = None
+) -> dict[str, Any]:
+    """`vdbguard evaluate-attacks`: the attack named (``strongest``: the best measured for the embedder) trained,
+    then scored on held-out texts it sees only as embeddings. An unbudgeted run is kept for ``strongest``; a
+    budgeted one measures the budget, not the attack, and is not."""
+    from vdbguard.attacks import load_attack_class
+    from vdbguard.attacks.base import with_record_budget
+    from vdbguard.attacks.quality import record_quality
+    from vdbguard.attacks.training import trained_attacks
+    from vdbguard.evaluate.data import load_jsonl
+
+    items = load_jsonl(data)
+    attack_cls = load_attack_class(attack_name, embedder_name)
+    if attack_cls.kind != "inversion":
+        raise VdbguardError(
+            f"{attack_cls.name} does not recover text", "pick an inversion attack: vdbguard attacks list"
+        )
+    model = Embedder(embedder_name)
+    started = time.perf_counter()
+    (attack,) = trained_attacks(model, [attack_cls.name], profile=profile, progress=progress)
+    training_seconds = round(time.perf_counter() - started, 2)
+    metrics: dict[str, Any] = evaluate_inversion(with_record_budget(attack, seconds_per_record), model, items)
+    metrics["training_seconds"] = training_seconds
+    if seconds_per_record and "max_seconds" in attack.settings:
+        metrics["seconds_per_record_budget"] = seconds_per_record
+    else:
+        record_quality(embedder_name, attack_cls.name, metrics)
+    return metrics

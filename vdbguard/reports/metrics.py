@@ -10,11 +10,15 @@ import http.client
 import json
 import logging
 import os
-import re
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
 
 from vdbguard.cache import atomic_write
 from vdbguard.credentials import redact_userinfo, scrub
@@ -27,24 +31,30 @@ PREFIX = "vdbguard_"
 _LAST_SUCCESS = f"{PREFIX}last_success_timestamp_seconds"
 
 
-def escape_label(value: str) -> str:
-    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class _Families(CollectorRegistry):
+    """What ``generate_latest`` renders: families built here, not Gauges (a Gauge writes files under
+    ``$PROMETHEUS_MULTIPROC_DIR`` when that is set)."""
+
+    def __init__(self, families: list[GaugeMetricFamily]) -> None:
+        super().__init__()
+        self.families = families
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield from self.families
 
 
 def render_metrics(report: Report | None, *, collection: str, duration_s: float, now: float, previous: str = "") -> str:
     """The textfile for one scan. ``report`` None: the scan failed, and the last success is the one in
     ``previous`` (the file this one replaces), so an alert on a stale success keeps working."""
-    lines: list[str] = []
+    families: list[GaugeMetricFamily] = []
     base = {"collection": collection}
 
     def family(name: str, about: str, samples: list[tuple[dict[str, str], float]]) -> None:
-        if not samples:
-            return
-        lines.extend([f"# HELP {PREFIX}{name} {about}", f"# TYPE {PREFIX}{name} gauge"])
-        for labels, value in samples:
-            rendered = ",".join(f'{key}="{escape_label(text)}"' for key, text in labels.items())
-            lines.append(f"{PREFIX}{name}{{{rendered}}} {value!r}")
+        if samples:  # a family with no samples is left out, not written as a bare HELP and TYPE
+            gauge = GaugeMetricFamily(PREFIX + name, about, labels=list(samples[0][0]))
+            for labels, value in samples:
+                gauge.add_metric(list(labels.values()), value)
+            families.append(gauge)
 
     family("scan_success", "1 when the last scan finished, 0 when it failed.", [(base, int(report is not None))])
     family("scan_duration_seconds", "How long the last scan ran.", [(base, round(duration_s, 3))])
@@ -65,12 +75,20 @@ def render_metrics(report: Report | None, *, collection: str, duration_s: float,
         )
         last_success: float | None = round(now, 3)
     else:  # this collection's last success, from the file this one replaces
-        sample = re.escape(f'{_LAST_SUCCESS}{{collection="{escape_label(collection)}"}} ')
-        found = re.search(rf"^{sample}([0-9.e+]+)$", previous, re.MULTILINE)
-        last_success = float(found[1]) if found else None
+        last_success = _last_success(previous, collection)
     if last_success is not None:
         family("last_success_timestamp_seconds", "When a scan last finished (Unix time).", [(base, last_success)])
-    return "\n".join(lines) + "\n"
+    return generate_latest(_Families(families)).decode("utf-8")
+
+
+def _last_success(previous: str, collection: str) -> float | None:
+    """``collection``'s last-success sample in ``previous``; None when there is none or the file is not valid."""
+    try:
+        samples = [sample for family in text_string_to_metric_families(previous) for sample in family.samples]
+    except ValueError:
+        return None
+    found = (s.value for s in samples if s.name == _LAST_SUCCESS and s.labels == {"collection": collection})
+    return next(found, None)
 
 
 def write_metrics(

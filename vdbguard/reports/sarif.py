@@ -76,14 +76,20 @@ def _clip(text: str, limit: int) -> str:
 def _rule(pii_type: str, severity: Severity, kind: str = VECTOR) -> dict[str, Any]:
     name = pii_type.lower().replace("_", "-")
     if kind == VECTOR:
-        short, full = f"Vector leaks {pii_type} ({severity.value})", (
-            f"An attack given only a record's embedding recovered or detected {pii_type} in it, so the vector "
-            f"store exposes that PII to anyone who can read its vectors; vdbguard rated the leak {severity.value}."
+        short, full = (
+            f"Vector leaks {pii_type} ({severity.value})",
+            (
+                f"An attack given only a record's embedding recovered or detected {pii_type} in it, so the vector "
+                f"store exposes that PII to anyone who can read its vectors; vdbguard rated the leak {severity.value}."
+            ),
         )
     else:
-        short, full = f"Stored text holds {pii_type} ({severity.value})", (
-            f"The record keeps {pii_type} in plain text beside its vector (its document or payload), readable by "
-            f"anyone who can read the store; vdbguard rated it {severity.value}."
+        short, full = (
+            f"Stored text holds {pii_type} ({severity.value})",
+            (
+                f"The record keeps {pii_type} in plain text beside its vector (its document or payload), readable by "
+                f"anyone who can read the store; vdbguard rated it {severity.value}."
+            ),
         )
     return {
         "id": rule_id(pii_type, severity, kind),

@@ -59,8 +59,8 @@ class Finding(BaseModel):
         "PII or a secret in plain text beside its vector (schema 1.5)",
     )
     fields: list[str] = Field(
-        default_factory=list, description="stored_text: the fields the PII was found in, e.g. document or "
-        "payload.author (schema 1.5)",
+        default_factory=list,
+        description="stored_text: the fields the PII was found in, e.g. document or payload.author (schema 1.5)",
     )
     collection: str
     namespace: str | None = None

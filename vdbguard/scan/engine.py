@@ -489,6 +489,7 @@ class _BatchRun:
     def scanner(self) -> Scanner:
         if self._scanner is None:
             self._scanner = self.build()
+            self.started = time.monotonic()  # the estimate's rate is the scan's, not loading or training the attacks
         return self._scanner
 
     def _deep_budget_left(self) -> bool:

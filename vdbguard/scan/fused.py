@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vdbguard.attacks import Attack
-from vdbguard.cache import cache_root, write_json_atomic
+from vdbguard.attacks.training import model_folders
+from vdbguard.cache import write_json_atomic
 from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.corpus.labelled import cached_corpus_hash
@@ -68,9 +69,12 @@ def packaged_verdict(
         "target_fpr": target_fpr,
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    path = (cache_dir or cache_root()) / "models" / embedder.fingerprint / f"verdict-{key}.json"
-    if path.exists():
-        return StackedVerdict.from_json(json.loads(path.read_text()))
+    folders = model_folders(embedder, cache_dir)
+    fitted = [folder / f"verdict-{key}.json" for folder in folders]
+    for path in fitted:
+        if path.exists():
+            return StackedVerdict.from_json(json.loads(path.read_text()))
+    path = fitted[0]
     corpus = calibration_corpus()
     embeddings = embed_corpus(embedder, corpus, progress, cache_dir)
     vectors = [VectorRecord(id=str(i), vector=v) for i, v in enumerate(embeddings)]

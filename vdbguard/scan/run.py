@@ -16,7 +16,7 @@ import numpy as np
 
 from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
 from vdbguard.attacks.base import with_record_budget
-from vdbguard.attacks.training import PROFILES, TrainingProfile, trained_attacks, training_digest
+from vdbguard.attacks.training import PROFILES, TrainingProfile, model_folders, trained_attacks, training_digest
 from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.credentials import redact_location
@@ -30,7 +30,7 @@ from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
 from vdbguard.scan.distributed import RayExecutor, scan_on_ray
 from vdbguard.scan.engine import FINDING_KINDS, DeepTier, FindingPolicy, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
-from vdbguard.scan.owner import AUTO, CalibrationOptions, has_saved_calibration, owner_calibration
+from vdbguard.scan.owner import AUTO, DEFAULT_TARGET_FPR, CalibrationOptions, has_saved_calibration, owner_calibration
 from vdbguard.scan.quality import quality_for
 from vdbguard.scan.state import ScanStore, target_key, verdict_key
 
@@ -356,3 +356,26 @@ def _build_scanner(
         finding_kinds=finding_kinds,
     )
     return {"scanner": scanner, "identity": identity, "calibration": None if calibrated is None else calibrated.report}
+
+
+def warm_up(
+    embedder: Embedder,
+    attack_names: Sequence[str] = DEFAULT_ATTACKS,
+    profile: str = "default",
+    target_fpr: float = DEFAULT_TARGET_FPR,
+    progress: ProgressSink | None = None,
+) -> list[Path]:
+    """Train (or find) what a scan with these settings would train, so a scheduled job's first run trains
+    nothing; the folders its models now live in."""
+    settings = PROFILES[profile]
+    attacks = trained_attacks(embedder, attack_names, profile=settings, progress=progress)
+    packaged_verdict(
+        attacks,
+        load_detector(DEFAULT_DETECTOR),
+        embedder,
+        target_fpr,
+        training_digest=training_digest(settings),
+        records=settings.verdict_records,
+        progress=progress,
+    )
+    return [folder for folder in model_folders(embedder) if folder.exists()]

@@ -1,0 +1,147 @@
+"""The ``vdbguard`` command. Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or connection error.
+
+Each command lives in the module of its section; ``SECTIONS`` lists them as `vdbguard --help` shows them, so a
+new command is one entry there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+import click
+
+from vdbguard.cli.admin import attacks, config, connectors, transforms, warmup
+from vdbguard.cli.common import console, exit_with, say_error
+from vdbguard.cli.help import Group
+from vdbguard.cli.measure import audit, calibrate, evaluate_attacks, evaluate_defense, frontier
+from vdbguard.cli.protect import protect, subject
+from vdbguard.cli.reports import demo, report
+from vdbguard.cli.scan import scan
+from vdbguard.errors import VdbguardError
+from vdbguard.progress import LOG_FORMATS, JsonLines, JsonLogFormatter, ScrubbingFormatter
+
+__all__ = ["fix_malloc_thresholds", "main", "run"]
+
+SECTIONS: dict[str, tuple[click.Command, ...]] = {
+    "Scan": (scan, demo, report, warmup),
+    "Protect": (protect, subject),
+    "Measure": (audit, evaluate_attacks, evaluate_defense, calibrate, frontier),
+    "Admin": (config, attacks, transforms, connectors),
+}
+
+
+class _Commands(Group):
+    """The command group. Under --log-format json a usage error is one JSON object too, not click's text; and
+    `scan --json` prints its summary for it (with the error) as for any other failure."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            summary = ctx.meta.get("json_summary")
+            if ctx.meta.get("log_format") != "json" and summary is None:
+                raise
+            failed_in = getattr(exc, "ctx", None) or ctx
+            error = VdbguardError(exc.format_message(), f"see `{failed_in.command_path} --help`")
+            if ctx.meta.get("log_format") == "json":
+                say_error(error.message, error.hint)
+            else:
+                exc.show()
+            exit_with(exc.exit_code, summary, error)
+
+
+@click.group(cls=_Commands)
+@click.version_option(package_name="vdbguard")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details (never secrets).")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    envvar="VDBGUARD_LOG_FORMAT",
+    show_envvar=True,
+    help="text: progress bars on a terminal, else a plain line every 10 s (done, rate, ETA). "
+    "json: progress and log records as JSON lines on stderr, for log collectors.",
+)
+@click.pass_context
+def main(ctx: click.Context, verbose: bool, log_format: str) -> None:
+    """Find privacy leaks in vector databases: attack the stored vectors, report what leaks.
+
+    Examples:
+
+    \b
+      vdbguard demo
+      vdbguard scan --connector chroma --path ./chroma-data --collection tickets --out scan-out
+      vdbguard scan --config vdbguard.toml --json > vdbguard-summary.json
+    """
+    ctx.meta["log_format"] = log_format
+    if log_format == "json":
+        _json_lines_on_stderr(ctx)
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        JsonLogFormatter() if log_format == "json" else ScrubbingFormatter("%(levelname)s %(message)s")
+    )
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    logging.captureWarnings(log_format == "json")  # Python's warnings become JSON log records too
+    for noisy in ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    logging.getLogger("vdbguard.scan.plan").setLevel(logging.INFO)  # the estimate and coverage, always shown
+
+
+for _section, _commands in SECTIONS.items():
+    for _command in _commands:
+        main.add_command(_command, section=_section)
+
+
+def _json_lines_on_stderr(ctx: click.Context) -> None:
+    """Every line on stderr a JSON object until the command ends: whatever a library prints there on its own is
+    wrapped in one, and rich prints each message on one line (no wrapping at the terminal's width)."""
+    original = sys.stderr
+    lines = JsonLines(original)
+    sys.stderr = lines
+    console.soft_wrap = True
+
+    def restore() -> None:
+        lines.close()
+        sys.stderr = original
+        console.soft_wrap = False
+
+    ctx.call_on_close(restore)
+
+
+def run() -> None:
+    """The console script. A run stopped by SIGTERM (a job runner's timeout, a pod's deletion) unwinds as one
+    stopped by Ctrl-C does: its private copy of the store is deleted, its state file resumes, and it exits 143."""
+    signal.signal(signal.SIGTERM, _terminated)
+    fix_malloc_thresholds()
+    main()
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+MALLOC_THRESHOLD = 128 << 10
+
+
+def fix_malloc_thresholds() -> None:
+    """Memory that returns to the system once freed, so a scan's peak stays flat as the store grows. glibc raises
+    its mmap threshold to the largest block freed so far; the buffers LanceDB, Arrow and numpy free then stay in
+    the heaps of the threads that freed them (BENCHMARKS.md, "peak memory and glibc's thresholds": 25-42% of the
+    peak of a scan that reads pages, for about 5% of a first scan's time). A user's own ``MALLOC_*`` settings win,
+    and a C library other than glibc is left as it is."""
+    if not sys.platform.startswith("linux") or any(name.startswith("MALLOC_") for name in os.environ):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018  # glibc's own symbol: other libcs read these parameters differently
+    except (OSError, AttributeError):
+        return
+    libc.mallopt(M_MMAP_THRESHOLD, MALLOC_THRESHOLD)
+    libc.mallopt(M_TRIM_THRESHOLD, MALLOC_THRESHOLD)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)

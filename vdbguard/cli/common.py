@@ -1,0 +1,305 @@
+"""What every command shares: messages on stderr, one clear error and exit 2 instead of a traceback, exit codes,
+and the flags that name a store, the report formats and --fail-on."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from vdbguard.cli.help import F, advanced
+from vdbguard.credentials import remember_settings, safe_text
+from vdbguard.errors import VdbguardError
+from vdbguard.progress import PlainProgress, RichProgress, json_event, progress_for
+from vdbguard.reports import DEFAULT_FORMATS
+from vdbguard.reports.schema import Report, Severity
+
+if TYPE_CHECKING:
+    from vdbguard.connectors.base import Connector
+    from vdbguard.reports.summary import JsonSummary
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FAIL_ON = "high"  # one default for every command and the job file: a CI gate fails on what matters
+console = Console(stderr=True)
+
+
+def meta() -> dict[str, Any]:
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta if ctx is not None else {}
+
+
+def _json_logs() -> bool:
+    return meta().get("log_format") == "json"
+
+
+def say(markup: str, event: str = "message", level: str = "info", **fields: Any) -> None:
+    """A line on stderr: rich markup for a person, or under --log-format json one JSON object with ``event``
+    and ``fields`` for a log collector (the message then the markup's plain text, scrubbed)."""
+    if _json_logs():
+        print(json_event(event, Text.from_markup(markup).plain, level, **fields), file=console.file, flush=True)
+    else:
+        console.print(markup)
+
+
+def say_error(message: str, hint: str | None, unexpected: bool = False) -> None:
+    """The error and its hint, credentials scrubbed: two lines for a person, one JSON object for a collector."""
+    message, hint = safe_text(message), None if hint is None else safe_text(hint)
+    if _json_logs():
+        print(json_event("error", message, "error", hint=hint, unexpected=unexpected), file=console.file, flush=True)
+        return
+    console.print(f"[bold red]{'unexpected error' if unexpected else 'error'}:[/] {escape(message)}", highlight=False)
+    if hint:
+        console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False)
+
+
+def exit_with(code: int, summary: JsonSummary | None, error: VdbguardError | None = None) -> NoReturn:
+    """Exit with ``code``, --json's summary printed first on the stdout kept for it."""
+    if summary is not None:
+        click.echo(summary.render(code, error), file=meta()["json_stdout"])
+    sys.exit(code)
+
+
+def _failed(error: VdbguardError, unexpected: bool = False) -> NoReturn:
+    """Say what failed, give --json its summary (exit code 2 and the error) and exit 2."""
+    say_error(error.message, error.hint, unexpected)
+    exit_with(EXIT_ERROR, meta().get("json_summary"), error)
+
+
+def friendly_errors(command: F) -> F:
+    """Turn vdbguard errors into one clear line and exit code 2, never a traceback."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except VdbguardError as exc:
+            _failed(exc)
+        except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug or an unmapped store error: one line, credentials scrubbed
+            hint = "re-run with -v; if it persists, report it with this message"
+            _failed(VdbguardError(f"{type(exc).__name__}: {exc}", hint), unexpected=True)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several ``click.option`` decorators as one, listed in --help in the order given."""
+
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+fail_on_option = click.option(
+    "--fail-on",
+    type=click.Choice([s.value for s in Severity] + ["never"]),
+    default=FAIL_ON,
+    show_default=True,
+    help="Exit 1 when a finding is at least this severe ('never': always exit 0 after a run).",
+)
+
+
+def profile_option(is_advanced: bool = False) -> Callable[[F], F]:
+    return (advanced if is_advanced else click.option)(
+        "--profile",
+        type=click.Choice(["default", "small"]),
+        default="default",
+        show_default=True,
+        help="Attack models to train or load: small is faster and weaker (for a first look, or tests).",
+    )
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    if fail_on == "never":
+        return EXIT_CLEAN
+    threshold = Severity(fail_on).rank
+    return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.iter_findings()) else EXIT_CLEAN
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
+    table = Table(title=title)
+    for index, column in enumerate(columns):
+        table.add_column(column, no_wrap=index == 0)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+def print_summary(report: Report) -> None:
+    s = report.summary
+    table = Table(title=f"vdbguard: {report.target.collection} ({report.target.connector})")
+    table.add_column("")
+    table.add_column("records", justify="right")
+    table.add_row("scanned", str(s.records_scanned))
+    table.add_row("flagged", str(s.records_flagged))
+    table.add_row("skipped (bad records)", str(s.records_skipped))
+    for severity in reversed(Severity):
+        table.add_row(f"  {severity.value}", str(s.by_severity.get(severity.value, 0)))
+    for pii_type, count in sorted(s.by_pii_type.items()):
+        table.add_row(f"  {pii_type}", str(count))
+    Console().print(table)
+
+
+def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> dict[str, str]:
+    """Write the reports and say where: format name -> path."""
+    from vdbguard.reports import write_reports as write
+
+    paths = dict(zip(formats, map(str, write(report, out, formats)), strict=True))
+    say_reports_written(paths)
+    return paths
+
+
+def say_reports_written(paths: dict[str, str]) -> None:
+    say("reports written to " + " and ".join(map(escape, paths.values())), "reports_written", paths=paths)
+
+
+def write_json(out: Path, name: str, result: Any) -> Path:
+    """``result`` as ``out/name``: every command's --out is a folder, and each writes its own file into it."""
+    from vdbguard.cache import write_json_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / name, result, indent=2)
+    say(f"written to {escape(str(out / name))}")
+    return out / name
+
+
+def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    from vdbguard import plugins
+
+    known = plugins.names("reports")
+    formats = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [name for name in formats if name not in known]
+    if unknown or not formats:
+        hint = plugins.did_you_mean(unknown[0], known) if unknown else ""
+        raise click.BadParameter(
+            f"unknown format {', '.join(unknown) or '(none)'}; {hint}choose from {', '.join(known)}"
+        )
+    return formats
+
+
+def format_option(default: Sequence[str] = DEFAULT_FORMATS) -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "formats",
+        default=",".join(default),
+        show_default=True,
+        callback=_formats,
+        help="Report formats, comma-separated (installed writers: json, md, html, csv, sarif and any plugin).",
+    )
+
+
+def out_option(what: str, **settings: Any) -> Callable[[F], F]:
+    """--out: always a folder, made if missing; ``what`` says what goes in it."""
+    return click.option(
+        "--out", type=click.Path(path_type=Path, file_okay=False), help=f"Folder for {what}.", **settings
+    )
+
+
+def _remember_tls(ctx: click.Context, param: click.Parameter, value: Path | bool | None) -> None:
+    """--ca-cert and --insecure become the connector's ``tls_verify`` (a CA file, or False)."""
+    if not value:
+        return
+    if "tls_verify" in ctx.meta:
+        raise click.UsageError("give --ca-cert or --insecure, not both")
+    ctx.meta["tls_verify"] = str(value) if isinstance(value, Path) else False
+
+
+def store_options(command: F, required: bool = True) -> F:
+    """The flags that say which store and collection to open, shared by every command that reads one."""
+    return options(
+        click.option(
+            "--connector", "connector_name", required=required, help="Store type; see `vdbguard connectors list`."
+        ),
+        click.option(
+            "--collection",
+            required=required,
+            help="Collection (index, class) to read. scan also takes several: a comma-separated list and "
+            "shell-style globs ('*', 'tickets_*') matched against the collections the store lists, each "
+            "reported in its own folder under --out.",
+        ),
+        click.option("--path", type=click.Path(path_type=Path), help="Directory of an embedded store."),
+        click.option("--url", help="URL of a store server, e.g. http://127.0.0.1:8000."),
+        click.option("--option", multiple=True, help="Extra connector setting KEY=VALUE (repeatable)."),
+        advanced(
+            "--ca-cert",
+            type=click.Path(path_type=Path, dir_okay=False, exists=True),
+            expose_value=False,
+            callback=_remember_tls,
+            help="PEM file of the CA that signed the server's certificate (a private CA); verification stays on.",
+        ),
+        advanced(
+            "--insecure",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember_tls,
+            help="Do not verify the server's TLS certificate (anyone on the path can read the vectors).",
+        ),
+    )(command)
+
+
+def progress() -> RichProgress | PlainProgress:
+    """The progress display --log-format and stderr call for: bars, plain lines or JSON lines."""
+    return progress_for(console, click.get_current_context().meta.get("log_format", "text"))
+
+
+def _connector_options(option: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a VALUE that parses as JSON (``50051``, ``true``, ``["a"]``) is taken as such."""
+    settings: dict[str, Any] = {}
+    for item in option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
+        try:
+            settings[key] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key] = value
+    return settings
+
+
+def store_flags(path: Path | None, url: str | None, option: tuple[str, ...]) -> dict[str, Any]:
+    """The connector's settings but ``collection``, from the flags and --option pairs; secrets remembered to mask."""
+    if (path is None) == (url is None):
+        raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
+    settings: dict[str, Any] = _connector_options(option)
+    settings.update({"path": path} if path is not None else {"url": url})
+    remember_settings(settings)
+    tls_verify = click.get_current_context().meta.get("tls_verify")
+    if tls_verify is not None:
+        if url is None:
+            raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
+        settings["tls_verify"] = tls_verify
+    return settings
+
+
+def connector_factory(
+    name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]
+) -> functools.partial:
+    """The connector class with its settings from the flags and --option pairs: it opens the same collection
+    in any process (a distributed scan's workers)."""
+    from vdbguard.connectors import load_connector
+
+    settings = store_flags(path, url, option)
+    return functools.partial(load_connector(name), **{"collection": collection, **settings})
+
+
+def open_connector(
+    name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]
+) -> Connector:
+    """Build a connector from the flags and --option pairs."""
+    from vdbguard.scan.flags import opened
+
+    return opened(connector_factory(name, collection, path, url, option), name)

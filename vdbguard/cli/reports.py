@@ -1,0 +1,86 @@
+"""`vdbguard demo` (a scan whose truth is known) and `vdbguard report` (reports again, without a scan)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from vdbguard.cli.common import (
+    format_option,
+    friendly_errors,
+    out_option,
+    print_summary,
+    profile_option,
+    progress,
+    say_reports_written,
+    write_reports,
+)
+from vdbguard.cli.help import Command
+
+
+@click.command(cls=Command)
+@out_option("the demo store, its reports and its score", default=Path("demo-out"), show_default=True)
+@click.option(
+    "--records",
+    type=click.IntRange(20, 100_000),
+    default=2000,
+    show_default=True,
+    help="Records in the demo store, half of them with PII.",
+)
+@profile_option()
+@format_option(("json", "md", "html", "sarif", "csv"))
+@friendly_errors
+def demo(out: Path, records: int, profile: str, formats: tuple[str, ...]) -> None:
+    """Build an embedded Chroma store with known PII, scan it, and score the scan against the truth.
+
+    A showcase: it exits 0 whatever it finds (1 and 2 are for real scans and errors).
+
+    Examples:
+
+    \b
+      vdbguard demo
+      vdbguard demo --out demo-out --records 200 --profile small
+      vdbguard demo --format html && open demo-out/report.html
+    """
+    from vdbguard.demo import run_demo
+    from vdbguard.reports.summary import report_paths
+
+    with progress() as bars:
+        report, metrics = run_demo(out, records, profile, formats, bars)
+    say_reports_written(report_paths(out, formats))
+    print_summary(report)
+    table = Table(title="Demo scored against ground truth (the scan never saw it)")
+    for column in ("", "records", "flagged", "rate"):
+        table.add_column(column, justify="right")
+    table.add_row("with PII", str(metrics.pii_records), str(metrics.flagged_pii), f"{metrics.recall:.1%} recall")
+    table.add_row(
+        "clean",
+        str(metrics.clean_records),
+        str(metrics.flagged_clean),
+        f"{metrics.false_positive_rate:.1%} false positives",
+    )
+    table.caption = f"precision {metrics.precision:.1%}"
+    Console().print(table)
+
+
+@click.command(cls=Command)
+@click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@out_option("the reports (one folder per collection when SOURCE holds several)", default=Path("."), show_default=True)
+@format_option()
+@friendly_errors
+def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:
+    """Re-render a report.json, or every collection's last report in a scan state file, without re-scanning.
+
+    Examples:
+
+    \b
+      vdbguard report scan-out/report.json --format html --out scan-out
+      vdbguard report vdbguard-state.sqlite --format html,sarif --out again/
+    """
+    from vdbguard.scan.publish import stored_reports
+
+    for one, folder in stored_reports(source, out):
+        write_reports(one, folder, formats)

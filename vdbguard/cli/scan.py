@@ -1,0 +1,447 @@
+"""`vdbguard scan`: its flags, its help and its exit code; the scan itself is `vdbguard.scan.flags` and `.job`,
+and what a finished scan leaves besides its reports is `vdbguard.scan.publish`."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import functools
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.markup import escape
+
+from vdbguard.cli.common import (
+    EXIT_CLEAN,
+    connector_factory,
+    exit_code,
+    exit_with,
+    fail_on_option,
+    format_option,
+    friendly_errors,
+    out_option,
+    print_summary,
+    print_table,
+    profile_option,
+    progress,
+    say,
+    say_reports_written,
+    store_flags,
+    store_options,
+)
+from vdbguard.cli.help import Command, advanced
+from vdbguard.config import DEEP_RECORD_SECONDS
+from vdbguard.embedders import DEFAULT_EMBEDDER
+from vdbguard.errors import VdbguardError
+from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
+
+if TYPE_CHECKING:
+    from vdbguard.config import JobConfig, Suppression
+    from vdbguard.reports.schema import Report
+    from vdbguard.scan.job import CollectionResult
+    from vdbguard.scan.publish import Publisher
+
+
+def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a bad --webhook before the scan runs, never echoing its user:password or path."""
+    from vdbguard.reports.metrics import check_webhook_url
+
+    try:
+        return None if value is None else check_webhook_url(value)
+    except VdbguardError as exc:
+        raise click.BadParameter(exc.message) from exc
+
+
+def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Refuse a language the detector does not read, rather than scan it with English models and call it clean."""
+    from vdbguard.identifiers import check_language
+
+    try:
+        return check_language(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command(cls=Command)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Run a scan job file (vdbguard.toml: stores, attacks, budgets, allow lists, outputs; "
+    "`vdbguard config init` writes one). The other flags are then not used.",
+)
+@functools.partial(store_options, required=False)
+@click.option(
+    "--embedder",
+    default=DEFAULT_EMBEDDER,
+    show_default=True,
+    help="Model that made the vectors (a packaged name or local path); 'auto' to identify it from the vectors; "
+    "'store' for a model that cannot run here (an API model): the scan learns the store's space from records "
+    "that keep their text (owner-side calibration) and maps the packaged attacks into it.",
+)
+@click.option(
+    "--attack",
+    "attack_names",
+    multiple=True,
+    help="Attack to run (repeatable; see `vdbguard attacks list`). Default: pii-probe and bag-of-words.",
+)
+@out_option("the reports (each collection of several in a folder of its own)", default=Path("."), show_default=True)
+@format_option()
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="SQLite state file: a re-scan attacks only new or changed records and resolves deleted ones; "
+    "an interrupted scan resumes.",
+)
+@click.option("--show-pii", is_flag=True, help="Do not mask recovered values in reports (handle as PII!).")
+@click.option(
+    "--findings",
+    type=click.Choice(["vector", "stored_text"]),
+    multiple=True,
+    default=("vector", "stored_text"),
+    show_default=True,
+    help="Kinds of finding to report: what the vectors leak (vector), and PII or secrets the records keep in plain "
+    "text beside them (stored_text). Repeat to give both.",
+)
+@click.option(
+    "--identifiers",
+    "identifiers_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Types of your own, each reported as CUSTOM:NAME (regexes with context words and a checksum, deny lists), "
+    "and allow lists per type: a YAML, JSON or TOML file of a job file's [[identifiers]] and [[allow_lists]], in "
+    "Presidio's ad-hoc recognizer fields (docs/jobs.md).",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Accept what an earlier scan found: its report.json (matched per collection, record id and PII type), or "
+    "a suppression list in the job file's [[suppressions]] form (TOML or JSON). Accepted findings are left out of "
+    "the reports and the exit code, as suppressions are; a new leak still fails.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON summary on stdout instead of the table: counts, the exit code, report paths and the most "
+    "severe findings (no recovered value). Nothing else goes to stdout.",
+)
+@click.option(
+    "--metrics-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the counts as a Prometheus textfile (node exporter's textfile collector: name it *.prom), "
+    "replaced atomically after every scan; a failed scan sets vdbguard_scan_success 0 and keeps the last success.",
+)
+@click.option(
+    "--webhook",
+    metavar="URL",
+    callback=_webhook_url,
+    help="POST the counts as JSON here after the scan (never a recovered value); a failure only warns. "
+    "user:password@ in the URL is sent as Basic auth.",
+)
+@fail_on_option
+@profile_option(is_advanced=True)
+@advanced(
+    "--sample",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Share (0-1) of new or changed records the attacks run on (the report states the coverage).",
+)
+@advanced("--deep-attack", "deep_attack_names", multiple=True, help="Slower attack for the deep tier (repeatable).")
+@advanced(
+    "--deep-sample",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Share of records the fast tier did not flag that the deep tier also attacks.",
+)
+@advanced("--deep-max-records", type=click.IntRange(1), help="Deep-tier budget: records per run.")
+@advanced("--deep-max-seconds", type=click.FloatRange(0.0, min_open=True), help="Deep-tier budget: seconds per run.")
+@advanced(
+    "--deep-record-seconds",
+    type=click.FloatRange(0.0),
+    default=DEEP_RECORD_SECONDS,
+    show_default=True,
+    help="CPU-seconds a budgeted deep attack (adversarial-decoding) may spend per record; 0 = its own default.",
+)
+@advanced(
+    "--owner-calibration",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Fit the probes and every attack's thresholds on the store's own records that keep their text "
+    "(labelled by the PII detector), then judge every record by its vector alone. auto: when at least 300 "
+    "records keep text. The report states the held-out recall and false-positive rate it reached.",
+)
+@advanced(
+    "--calibration-sample",
+    type=click.IntRange(50),
+    default=3000,
+    show_default=True,
+    help="Records with text to label for owner-side calibration.",
+)
+@advanced(
+    "--save-calibration",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep the fitted calibration to reuse on collections made with the same embedder.",
+)
+@advanced(
+    "--load-calibration",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Reuse a saved calibration instead of fitting one (for stores that keep no text).",
+)
+@advanced(
+    "--verdict",
+    type=click.Choice(["fused", "any"]),
+    default="fused",
+    show_default=True,
+    help="fused: one stacked model over every attack decides each PII type, its cutoffs set for --target-fpr "
+    "on held-out real text (or on the store's own records, with owner-side calibration). any: a record is "
+    "flagged when any attack passes its own threshold (more recall, many more false positives on real text).",
+)
+@advanced(
+    "--target-fpr",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.02,
+    show_default=True,
+    help="Share of records without PII that the fused verdict may flag.",
+)
+@advanced(
+    "--executor",
+    type=click.Choice(["in-process", "ray"]),
+    default="in-process",
+    show_default=True,
+    help="ray: read the collection share by share and run the attacks on a Ray cluster (pip install "
+    "'vdbguard[ray]'); same report and state. It loads the attacks before reading, even when nothing changed.",
+)
+@advanced(
+    "--address",
+    metavar="ADDR",
+    help="With --executor ray: a running cluster's address (ray start --head prints it); "
+    "default a local cluster of --workers CPUs.",
+)
+@advanced("--workers", type=click.IntRange(1), default=2, show_default=True, help="With --executor ray: attack actors.")
+@advanced(
+    "--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True, help="Records read at a time."
+)
+@advanced(
+    "--top-findings",
+    type=click.IntRange(0),
+    default=TOP_FINDINGS,
+    show_default=True,
+    help="With --json: how many of the most severe findings the summary lists.",
+)
+@advanced(
+    "--language",
+    default="en",
+    show_default=True,
+    callback=_english_only,
+    help="Language of the stored text. The PII detector reads English only (en); another is refused.",
+)
+@friendly_errors
+def scan(**flags: Any) -> None:
+    """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file.
+
+    --collection 'a,b', '*' or 'tickets_*' scans each collection named or matched into --out/COLLECTION/, then
+    writes store-summary.json and store-summary.md into --out: which collections hold the risk.
+
+    Examples:
+
+    \b
+      vdbguard scan --connector chroma --path ./chroma-data --collection tickets --out scan-out
+      vdbguard scan --connector qdrant --url http://127.0.0.1:6333 --collection '*' --state scan.sqlite
+      vdbguard scan --config vdbguard.toml --json > vdbguard-summary.json
+    """
+    from vdbguard.scan.flags import ONE_COLLECTION_ONLY, job_from_flags, run_one
+    from vdbguard.scan.publish import Publisher, baseline_in_force
+
+    summary = _json_summary(flags["fail_on"], flags["top_findings"]) if flags["as_json"] else None
+    baseline, expired = baseline_in_force(flags["baseline_file"], datetime.date.today())
+    _say_expired(expired)
+    name, collection, path, url, state = (flags[k] for k in ("connector_name", "collection", "path", "url", "state"))
+    if flags["config_file"] is not None:
+        if name or collection or path or url:
+            raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
+        if flags["identifiers_file"] is not None:
+            raise click.UsageError("--config holds its own identifiers: put them in the job file's [[identifiers]]")
+        exit_with(_scan_job_file(flags["config_file"], baseline, summary), summary)
+    from vdbguard.config import load_identifiers
+
+    detector_settings = None if flags["identifiers_file"] is None else load_identifiers(flags["identifiers_file"])
+    if not name or not collection:
+        raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
+    if flags["executor"] != "ray" and (flags["address"] or flags["workers"] != 2):
+        raise click.UsageError("--address and --workers are for --executor ray")
+    patterns = _collection_patterns(collection)
+    if patterns is not None:
+        with _resume_hint(state):
+            for flag in ONE_COLLECTION_ONLY:
+                if flags[flag] is not None:
+                    raise click.UsageError(
+                        f"--{flag.replace('_', '-')} is for a scan of one collection; with --state each collection "
+                        "of several keeps its own calibration"
+                    )
+            config = job_from_flags(flags, patterns, store_flags(path, url, flags["option"]))
+            if detector_settings is not None:
+                config = config.model_copy(update=dict(detector_settings))
+            exit_with(_scan_job(config, baseline, summary, flags["webhook"], store_folders=False), summary)
+    from vdbguard.cache import writable_dir
+
+    writable_dir(flags["out"])
+    if state is not None:
+        writable_dir(state.parent, "the --state folder")
+    publisher = Publisher(flags["metrics_file"], flags["webhook"])
+    with publisher.failure_marked(name, collection), _resume_hint(state):
+        factory = connector_factory(name, collection, path, url, flags["option"])
+        with progress() as bars:
+            result = run_one(flags, factory, detector_settings, baseline, bars, on_identified=_say_identified)
+    exit_with(_published(result, publisher, flags["fail_on"], flags["formats"], summary, one=True), summary)
+
+
+def _say_identified(model: str) -> None:
+    say(f"Identified the embedder from the stored vectors: {model}")
+
+
+def _json_summary(fail_on: str, top: int) -> JsonSummary:
+    """--json's summary, to fill as collections finish; stdout is kept for it alone until the command ends, and
+    what anything else prints there goes to stderr instead."""
+    ctx = click.get_current_context()
+    summary = JsonSummary(fail_on, top)
+    ctx.meta["json_summary"], ctx.meta["json_stdout"] = summary, sys.stdout
+    ctx.with_resource(contextlib.redirect_stdout(sys.stderr))
+    return summary
+
+
+def _collection_patterns(collection: str) -> list[str] | None:
+    """The collections --collection names when it names several (a comma-separated list, shell-style globs);
+    None for one collection by name, which is scanned into --out itself as it always was."""
+    from vdbguard.scan.job import is_pattern
+
+    if "," not in collection and not is_pattern(collection):
+        return None
+    patterns = [part.strip() for part in collection.split(",") if part.strip()]
+    if not patterns:
+        raise click.BadParameter(f"{collection!r} names no collection", param_hint="--collection")
+    return patterns
+
+
+@contextlib.contextmanager
+def _resume_hint(state: Path | None) -> Iterator[None]:
+    """A scan with --state that fails after committing records says that it resumes: they are kept."""
+    try:
+        yield
+    except VdbguardError as exc:
+        if state is not None and exc.resumable:
+            resume = f"what was scanned is kept in {state}: run the same command again to resume"
+            exc.hint = f"{exc.hint}; then {resume}" if exc.hint else resume
+        raise
+
+
+def _scan_job_file(config_file: Path, baseline: list[Suppression], summary: JsonSummary | None) -> int:
+    """Every collection of the job file; the exit code is the worst."""
+    from vdbguard.config import load_job
+
+    config = load_job(config_file)
+    webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
+    return _scan_job(config, baseline, summary, webhook)
+
+
+def _scan_job(
+    config: JobConfig,
+    baseline: list[Suppression],
+    summary: JsonSummary | None,
+    webhook: str | None,
+    store_folders: bool = True,
+) -> int:
+    """Every collection of the job, the baseline's suppressions added to the job's, then the store summary; the
+    exit code is the worst."""
+    from vdbguard.scan.job import run_job
+    from vdbguard.scan.publish import Publisher, with_baseline
+
+    _say_expired(config.expired_suppressions(datetime.date.today()))
+    config = with_baseline(config, baseline)
+    if summary is not None:
+        summary.fail_on = config.job.fail_on
+    publisher = Publisher.for_job(config, webhook)
+    code = EXIT_CLEAN
+    with progress() as bars:
+        for result in run_job(config, progress=bars, on_failure=publisher.failed, store_folders=store_folders):
+            one_code = _published(result, publisher, config.job.fail_on, config.output.formats, summary, one=False)
+            code = max(code, one_code)
+    output_dir = config.resolve(config.output.dir)
+    assert output_dir is not None
+    paths = [str(path) for path in publisher.write_summary(output_dir)]
+    say("store summary written to " + " and ".join(map(escape, paths)), "store_summary_written", paths=paths)
+    if summary is None:
+        header, rows = publisher.store_summary.table()
+        title = "vdbguard: collections, riskiest first (records with findings of each kind; sensitivity: share of "
+        title += "records with a high or critical finding)"
+        print_table(header, [[escape(cell) for cell in row] for row in rows], title=title)
+    return code
+
+
+def _published(
+    result: CollectionResult,
+    publisher: Publisher,
+    fail_on: str,
+    formats: Iterable[str],
+    summary: JsonSummary | None,
+    one: bool,
+) -> int:
+    """One finished collection: its counts published, then where its reports are, its coverage and its table (or
+    --json's entry) told. ``one``: the scan of one collection, whose reports are --out's own. Its exit code."""
+    publisher.publish(result)
+    report, paths = result.report, report_paths(result.out, list(formats))
+    if one:
+        say_reports_written(paths)
+    else:
+        where = f"{result.store}/{result.collection}"
+        say(f"{escape(where)}: reports in {escape(str(result.out))}", "reports_written", paths=paths)
+    _print_coverage(report)
+    if report.calibration is not None:
+        c = report.calibration
+        say(
+            f"owner-side calibration on {c.records_labelled} labelled records: held-out recall "
+            f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} "
+            f"(target {c.target_false_positive_rate})"
+        )
+    code = exit_code(report, fail_on)
+    if summary is None:
+        print_summary(report)
+    else:
+        summary.add(report, code, paths, None if one else result.store)
+    return code
+
+
+def _say_expired(expired: Iterable[Suppression]) -> None:
+    for suppression in expired:
+        say(
+            f"suppression of {escape(suppression.record_id)} ({suppression.pii_type or 'every type'}) by "
+            f"{escape(suppression.owner)} expired on {suppression.expires}: its findings are reported again",
+            "suppression_expired",
+        )
+
+
+def _print_coverage(report: Report) -> None:
+    c = report.coverage
+    if c is None:
+        return
+    line = f"attacked {c.records_attacked} new or changed records, carried {c.records_carried_over} over"
+    if c.fast_tier_sample < 1.0:
+        line += f" (sample {c.fast_tier_sample:.0%} of new or changed)"
+    if c.deep_attacks:
+        line += (
+            f"; deep tier ({', '.join(c.deep_attacks)}) on {c.deep_records} records, "
+            f"{c.deep_flagged_covered} of {c.deep_flagged_by_fast} flagged"
+            + (" — budget used up" if c.deep_budget_exhausted else "")
+        )
+    if c.findings_resolved:
+        line += f"; {c.findings_resolved} findings resolved (records deleted)"
+    if c.findings_suppressed:
+        line += f"; {c.findings_suppressed} suppressed"
+    say(escape(line), "coverage", **c.model_dump())
