@@ -21,7 +21,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 def test_config_init_writes_a_starter_that_validates(tmp_path: Path) -> None:
     target = tmp_path / "vdbguard.toml"
-    assert run("config", "init", str(target))[0] == 0
+    code, output = run("config", "init", str(target))
+    assert code == 0 and "edit [[stores]], then" in output, "the table name survives rich's markup"
     code, output = run("config", "validate", str(target))
     assert code == 0, output
     assert "valid: 1 store(s), 1 collection(s)" in output

@@ -43,7 +43,7 @@ def config_init(file: Path, force: bool) -> None:
     if file.exists() and not force:
         raise click.UsageError(f"{file} exists; pass --force to overwrite it")
     file.write_text(STARTER, encoding="utf-8")
-    say(f"wrote {file}: edit [[stores]], then `vdbguard config validate {file}`")
+    say(f"wrote {escape(str(file))}: edit {escape('[[stores]]')}, then `vdbguard config validate {escape(str(file))}`")
 
 
 @config.command("validate")
