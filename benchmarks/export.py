@@ -270,11 +270,12 @@ def scan_once(store: Store, ctx: dict, name: str) -> int:
     from vdbguard.embedders import Embedder
     from vdbguard.scan.owner import OFF
     from vdbguard.scan.run import scan_collection
+    from vdbguard.scan.settings import ScanSettings, ScanTarget
 
     with store.connector(ctx, True) as connector:
         report = scan_collection(
-            connector, connector_name=name, location="bench", embedder=Embedder(), profile="small",
-            batch_size=PAGE, calibration=OFF,
+            connector, ScanTarget(name, "bench"), ScanSettings(profile="small", batch_size=PAGE, calibration=OFF),
+            embedder=Embedder(),
         )  # fmt: skip
     return report.summary.records_scanned
 

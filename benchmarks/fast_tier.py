@@ -44,6 +44,7 @@ from vdbguard.scan import run as run_module
 from vdbguard.scan.engine import Scanner
 from vdbguard.scan.owner import OFF
 from vdbguard.scan.run import scan_collection
+from vdbguard.scan.settings import ScanSettings, ScanTarget
 
 KINDS = {
     "text": "random, text in payload",
@@ -157,8 +158,8 @@ def main() -> None:
             def scan(path: Path = path) -> int:
                 with LanceDBConnector(collection="bench", path=str(path)) as connector:
                     report = scan_collection(
-                        connector, connector_name="lancedb", location="bench", embedder=embedder,
-                        profile="small", batch_size=1000, calibration=OFF,
+                        connector, ScanTarget("lancedb", "bench"),
+                        ScanSettings(profile="small", batch_size=1000, calibration=OFF), embedder=embedder,
                     )  # fmt: skip
                 return report.summary.records_scanned
 

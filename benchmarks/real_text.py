@@ -41,7 +41,7 @@ from vdbguard.connectors.chroma import ChromaConnector
 from vdbguard.corpus import looks_like_person_name
 from vdbguard.embedders import Embedder
 from vdbguard.records import VectorRecord
-from vdbguard.scan import scan_collection
+from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.owner import CalibrationOptions
 
 PACKAGES = ("wordnet-base", "fortunes", "fortunes-min")
@@ -224,16 +224,16 @@ def main() -> None:
                 truth = build_store(Path(tmp) / "store", texts, model, with_text)
                 started = time.perf_counter()
                 with ChromaConnector(collection="realtext", path=Path(tmp) / "store") as connector:
+                    calibration = (
+                        CalibrationOptions(mode="off", target_fpr=args.target_fpr)
+                        if with_text == 0
+                        else CalibrationOptions(mode="on", sample=with_text, target_fpr=args.target_fpr)
+                    )
                     report = scan_collection(
                         connector,
-                        connector_name="chroma",
-                        location="benchmark",
+                        ScanTarget("chroma", "benchmark"),
+                        ScanSettings(profile=args.profile, calibration=calibration, fused=mode != "any"),
                         embedder=None if mode == "store" else model,
-                        profile=args.profile,
-                        calibration=CalibrationOptions(mode="off", target_fpr=args.target_fpr)
-                        if with_text == 0
-                        else CalibrationOptions(mode="on", sample=with_text, target_fpr=args.target_fpr),
-                        fused=mode != "any",
                     )
                 bare = {record_id for i, record_id in enumerate(truth) if i >= with_text}
                 row = {"source": source, "mode": mode, **score(report, truth, bare)}

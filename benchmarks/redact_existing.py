@@ -29,7 +29,7 @@ from vdbguard.demo import DEMO_COLLECTION, build_demo_store
 from vdbguard.embedders import Embedder
 from vdbguard.evaluate.defense import half_query, known_item_retrieval, neighbour_recall
 from vdbguard.protect import protect_collection
-from vdbguard.scan import scan_collection
+from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.owner import OFF
 from vdbguard.transforms.redaction import TextRedaction
 
@@ -40,12 +40,9 @@ def flagged_by_type(store: Path, collection: str, embedder: Embedder, profile: s
     with ChromaConnector(collection=collection, path=store) as connector:
         report = scan_collection(
             connector,
-            connector_name="chroma",
-            location=str(store),
+            ScanTarget("chroma", str(store)),
+            ScanSettings(profile=profile, calibration=OFF, finding_kinds=("vector",)),
             embedder=embedder,
-            profile=profile,
-            calibration=OFF,
-            finding_kinds=("vector",),
         )
     return Counter(t for finding in report.iter_findings() for t in finding.pii_types)
 

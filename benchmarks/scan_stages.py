@@ -30,6 +30,7 @@ from vdbguard.detectors.shared import ProcessSharedDetector
 from vdbguard.embedders import Embedder
 from vdbguard.scan.owner import OFF
 from vdbguard.scan.run import scan_collection
+from vdbguard.scan.settings import ScanSettings, ScanTarget
 
 spent: collections.Counter[str] = collections.Counter()
 texts_read = [0]
@@ -83,8 +84,8 @@ def main() -> None:
         def scan() -> int:
             with connector_to("lancedb", store) as connector:
                 report = scan_collection(
-                    connector, connector_name="lancedb", location="bench", embedder=embedder,
-                    profile="small", batch_size=1000, calibration=OFF,
+                    connector, ScanTarget("lancedb", "bench"),
+                    ScanSettings(profile="small", batch_size=1000, calibration=OFF), embedder=embedder,
                 )  # fmt: skip
             return len(report.findings)
 

@@ -3,7 +3,8 @@
 The public API. Each name is imported on first use, so ``import vdbguard`` stays cheap inside an
 ingestion pipeline that only needs :func:`guard`.
 
-- :func:`scan_collection`: attack every vector of a collection and return a :class:`Report`.
+- :func:`scan_collection`: attack every vector of a collection and return a :class:`Report`; where the
+  collection is, a :class:`ScanTarget`, and how to scan it, a :class:`ScanSettings` (``ScanSettings()``: the defaults).
 - :func:`guard`: wrap a Qdrant, Chroma, Pinecone or Weaviate client so every write is protected first.
 - :func:`protect_collection`: copy a collection through a transform (a batch job, resumable).
 - :func:`build_transform`: a write-path defense by name, ``"gaussian"``, or a chain, ``"redact+gaussian"``.
@@ -23,12 +24,14 @@ if TYPE_CHECKING:
     from vdbguard.hooks import guard, redact_then_embed
     from vdbguard.protect import protect_collection
     from vdbguard.reports.schema import Report
-    from vdbguard.scan import scan_collection
+    from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
     from vdbguard.transforms.chain import build_transform
 
 __all__ = [
     "Embedder",
     "Report",
+    "ScanSettings",
+    "ScanTarget",
     "VdbguardError",
     "build_transform",
     "guard",
@@ -40,6 +43,8 @@ __all__ = [
 _HOMES = {
     "Embedder": "vdbguard.embedders",
     "Report": "vdbguard.reports.schema",
+    "ScanSettings": "vdbguard.scan",
+    "ScanTarget": "vdbguard.scan",
     "VdbguardError": "vdbguard.errors",
     "build_transform": "vdbguard.transforms.chain",
     "guard": "vdbguard.hooks",

@@ -95,7 +95,7 @@ def run_demo(
     (no owner-side calibration); the reports, the ground truth and the scan's score against it go into ``out``."""
     from vdbguard.connectors.chroma import ChromaConnector
     from vdbguard.reports import write_reports
-    from vdbguard.scan import scan_collection
+    from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
     from vdbguard.scan.owner import OFF
 
     embedder = Embedder()
@@ -104,11 +104,9 @@ def run_demo(
     with ChromaConnector(collection=DEMO_COLLECTION, path=store) as connector:
         report = scan_collection(
             connector,
-            connector_name="chroma",
-            location=str(store),
+            ScanTarget("chroma", str(store)),
+            ScanSettings(profile=profile, calibration=OFF),
             embedder=embedder,
-            profile=profile,
-            calibration=OFF,
             progress=progress,
         )
     write_reports(report, out, formats)

@@ -495,9 +495,9 @@ def leak_counts(
 ) -> Counter[tuple[str, str]]:
     """Records flagged by finding kind and PII type in a default scan: what a protection bought, read before and
     after it."""
-    from vdbguard.scan import scan_collection
+    from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 
     report = scan_collection(
-        connector, connector_name=connector_name, location=location, embedder=embedder, progress=progress
+        connector, ScanTarget(connector_name, location), ScanSettings(), embedder=embedder, progress=progress
     )
     return Counter((finding.kind, t) for finding in report.iter_findings() for t in finding.pii_types)

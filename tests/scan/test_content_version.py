@@ -19,7 +19,7 @@ from vdbguard.detectors.presidio import PresidioDetector
 from vdbguard.detectors.shared import DetectorWorker, WorkerSlot
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.reports.schema import Report
-from vdbguard.scan import Scanner, ScanStore, scan_collection
+from vdbguard.scan import Scanner, ScanSettings, ScanStore, ScanTarget, scan_collection
 
 
 class CountingLanceDB(LanceDBConnector):
@@ -126,8 +126,8 @@ def test_an_unchanged_chroma_store_is_neither_described_nor_read_again(
 
     def scan(connector: WatchedChroma) -> Report:
         return scan_collection(
-            connector, connector_name="chroma", location=str(tmp_path / "store"), embedder=embedder,
-            profile="small", batch_size=32, state_path=state,
+            connector, ScanTarget("chroma", str(tmp_path / "store")),
+            ScanSettings(profile="small", batch_size=32, state_path=state), embedder=embedder,
         )  # fmt: skip
 
     first = scan(WatchedChroma(collection=collection, path=tmp_path / "store"))
@@ -156,9 +156,10 @@ def test_a_scan_that_reads_loads_its_detector_in_a_worker_meanwhile_and_an_uncha
 
     def scan(state: str, slot: WorkerSlot | None = None) -> Report:
         return scan_collection(
-            ChromaConnector(collection=collection, path=tmp_path / "store"), connector_name="chroma",
-            location=str(tmp_path / "store"), embedder=embedder, profile="small", batch_size=32,
-            state_path=tmp_path / state, detector_workers=slot,
+            ChromaConnector(collection=collection, path=tmp_path / "store"),
+            ScanTarget("chroma", str(tmp_path / "store")),
+            ScanSettings(profile="small", batch_size=32, state_path=tmp_path / state),
+            embedder=embedder, detector_workers=slot,
         )  # fmt: skip
 
     first = scan("state.sqlite")

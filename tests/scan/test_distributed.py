@@ -12,7 +12,7 @@ from vdbguard.connectors.lancedb import LanceDBConnector
 
 from vdbguard.cli import main
 from vdbguard.records import Batch, VectorRecord
-from vdbguard.scan import scan_collection
+from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 
 
 class CrashingLanceDB(LanceDBConnector):
@@ -45,12 +45,9 @@ def test_ray_reports_what_the_in_process_scan_reports_first_scan_resume_and_resc
     with pytest.raises(KeyboardInterrupt), CrashingLanceDB(collection="notes", path=lance_store) as crashing:
         scan_collection(
             crashing,
-            connector_name="lancedb",
-            location=str(lance_store),
+            ScanTarget("lancedb", str(lance_store)),
+            ScanSettings(profile="small", batch_size=32, state_path=tmp_path / "b.sqlite"),
             embedder=embedder,
-            profile="small",
-            batch_size=32,
-            state_path=tmp_path / "b.sqlite",
         )
     distributed = scan(lance_store, tmp_path / "b1", tmp_path / "b.sqlite", *ray, "--batch-size", "32")
     assert distributed == alone

@@ -214,7 +214,7 @@ def test_deep_tier_hands_its_records_over_in_chunks(pii_store, small_attacks, de
 
 def test_allow_list_and_severity_policy(pii_store, small_attacks, detector, tmp_path) -> None:
     from vdbguard.config import AllowList
-    from vdbguard.scan.job import ConfigPolicy
+    from vdbguard.scan.settings import ConfigPolicy
 
     path, collection, _ = pii_store
     with ChromaConnector(collection=collection, path=path) as connector:

@@ -20,7 +20,7 @@ from vdbguard.demo import demo_texts
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
-from vdbguard.scan import scan_collection
+from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.engine import FUSED
 from vdbguard.scan.owner import CalibrationOptions, fitted_for
 from vdbguard.scan.verdict import StackedVerdict
@@ -57,12 +57,9 @@ def bare_quality(report, records: list[VectorRecord], truth: dict[str, bool]) ->
 def scan(records, embedder, fused: bool = True, **calibration) -> object:
     return scan_collection(
         ListConnector(records),
-        connector_name="list",
-        location="memory",
+        ScanTarget("list", "memory"),
+        ScanSettings(profile="small", calibration=CalibrationOptions(**calibration), fused=fused),
         embedder=embedder,
-        profile="small",
-        calibration=CalibrationOptions(**calibration),
-        fused=fused,
     )
 
 
@@ -190,8 +187,8 @@ def test_a_job_state_keeps_the_owner_calibration_so_reruns_judge_alike(embedder,
 
     def run(rows: list[VectorRecord]):
         return scan_collection(
-            ListConnector(rows), connector_name="list", location="memory", embedder=embedder, profile="small",
-            calibration=options, state_path=state,
+            ListConnector(rows), ScanTarget("list", "memory"),
+            ScanSettings(profile="small", calibration=options, state_path=state), embedder=embedder,
         )  # fmt: skip
 
     first = run(records)

@@ -94,10 +94,9 @@ def run_one(
 ) -> CollectionResult:
     """Scan the one collection ``factory`` opens and write its reports into ``--out`` itself, the baseline
     applied. ``factory`` also opens it in a Ray worker; ``on_identified`` hears the model `--embedder auto` chose."""
-    from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.scan.distributed import RayExecutor
-    from vdbguard.scan.owner import CalibrationOptions
     from vdbguard.scan.run import resolve_embedder, scan_collection
+    from vdbguard.scan.settings import ScanSettings, ScanTarget
 
     started = time.monotonic()
     name = flags["connector_name"]
@@ -107,30 +106,11 @@ def run_one(
             on_identified(model.name)
         report = scan_collection(
             connector,
-            connector_name=name,
-            location=str(flags["path"] or flags["url"]),
+            ScanTarget(name, str(flags["path"] or flags["url"])),
+            ScanSettings.from_flags(flags, detector_settings),
             embedder=model,
-            attack_names=flags["attack_names"] or DEFAULT_ATTACKS,
-            profile=flags["profile"],
-            batch_size=flags["batch_size"],
-            state_path=flags["state"],
-            mask_pii=not flags["show_pii"],
-            calibration=CalibrationOptions(
-                flags["owner_calibration"],
-                flags["calibration_sample"],
-                flags["target_fpr"],
-                flags["save_calibration"],
-                flags["load_calibration"],
-            ),
-            fused=flags["verdict"] == "fused",
             progress=progress,
-            sample=flags["sample"],
-            deep_attack_names=flags["deep_attack_names"],
-            deep_budget=(flags["deep_sample"], flags["deep_max_records"], flags["deep_max_seconds"]),
-            deep_record_seconds=flags["deep_record_seconds"],
             executor=RayExecutor(factory, flags["workers"], flags["address"]) if flags["executor"] == "ray" else None,
-            finding_kinds=flags["findings"],
-            detector_settings=detector_settings,
         )
     duration = time.monotonic() - started
     report = apply_baseline(report, baseline, flags["state"])

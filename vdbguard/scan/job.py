@@ -19,43 +19,20 @@ import functools
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from vdbguard.cache import writable_dir
-from vdbguard.config import AllowList, JobConfig, StoreSettings, Suppression
+from vdbguard.config import JobConfig, StoreSettings, Suppression
 from vdbguard.credentials import redact_location, scrub
 from vdbguard.errors import VdbguardError
-from vdbguard.pii import PiiType
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
-from vdbguard.reports.schema import STORED_TEXT, Finding, Report, Severity
+from vdbguard.reports.schema import STORED_TEXT, Finding, Report
 from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.state import ScanStore, restrict, suppression_key
-
-
-@dataclass(frozen=True)
-class ConfigPolicy:
-    """The job's allow list and severity policy, as the scanner asks for them."""
-
-    allow: AllowList
-    severity_by_type: Mapping[PiiType, Severity]
-
-    def allows_value(self, value: str) -> bool:
-        return self.allow.allows_value(value)
-
-    def allows_record(self, record_id: str) -> bool:
-        return self.allow.allows_record(record_id)
-
-    def settings(self) -> Any:
-        return {
-            "allow": self.allow.model_dump(),
-            "severity": {t.value: s.value for t, s in sorted(self.severity_by_type.items())},
-        }
-
 
 GLOB_CHARACTERS = "*?["
 SHOWN_NAMES = 50  # existing collections an error names at most
@@ -158,13 +135,13 @@ def run_job(
     from vdbguard.detectors.shared import WorkerSlot
     from vdbguard.embedders import DEFAULT_EMBEDDER
     from vdbguard.scan.distributed import RayExecutor
-    from vdbguard.scan.owner import CalibrationOptions
     from vdbguard.scan.run import resolve_embedder, scan_collection
+    from vdbguard.scan.settings import ScanSettings, ScanTarget
 
     today = today or date.today()
     suppressions = config.active_suppressions(today)
-    policy = ConfigPolicy(config.allow, config.severity.by_type)
-    job, attacks = config.job, config.attacks
+    scan_settings = ScanSettings.from_job(config)
+    job = config.job
     plan = [(store, _collections_of(config, store)) for store in config.stores]
     _check_output_folders(config, plan, store_folders)
     if job.state is not None:
@@ -180,33 +157,18 @@ def run_job(
                         connector = connector_cls(**settings)
                     with connector:
                         model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
-                        calibration = CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr)
                         executor = None
                         if job.executor == "ray":
                             opener = functools.partial(connector_cls, **settings)
                             executor = RayExecutor(opener, job.workers, job.ray_address)
                         report = scan_collection(
                             connector,
-                            connector_name=store.connector,
-                            location=str(config.resolve(store.path) or store.url),
+                            ScanTarget.of_store(config, store),
+                            scan_settings,
                             embedder=model,
-                            attack_names=attacks.fast,
-                            profile=job.profile,
-                            batch_size=job.batch_size,
-                            state_path=config.resolve(job.state),
-                            mask_pii=not config.output.show_pii,
-                            calibration=calibration,
-                            fused=job.verdict == "fused",
                             progress=progress,
-                            sample=attacks.sample,
-                            deep_attack_names=attacks.deep,
-                            deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
-                            deep_record_seconds=attacks.deep_record_seconds,
-                            policy=policy,
                             executor=executor,
                             detector_workers=detector_workers,
-                            finding_kinds=job.findings,
-                            detector_settings=config.detector_settings(),
                         )
                     report, open_types = apply_suppressions(report, suppressions)
                     if job.state is not None and open_types:

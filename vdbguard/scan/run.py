@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -17,21 +17,20 @@ import numpy as np
 from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
 from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, TrainingProfile, model_folders, trained_attacks, training_digest
-from vdbguard.config import DEEP_RECORD_SECONDS
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
 from vdbguard.detectors.shared import DetectorWorker, WorkerSlot, detector_cores, worth_a_detector_worker
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
-from vdbguard.identifiers import DetectorSettings
 from vdbguard.progress import ProgressSink
-from vdbguard.reports.schema import AttackInfo, EmbedderInfo, Report, Target
+from vdbguard.reports.schema import AttackInfo, EmbedderInfo, OwnerCalibration, Report, Target
 from vdbguard.scan.distributed import RayExecutor, scan_on_ray
-from vdbguard.scan.engine import FINDING_KINDS, DeepTier, FindingPolicy, Scanner, scan_incrementally
+from vdbguard.scan.engine import DeepTier, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
-from vdbguard.scan.owner import AUTO, DEFAULT_TARGET_FPR, CalibrationOptions, has_saved_calibration, owner_calibration
+from vdbguard.scan.owner import DEFAULT_TARGET_FPR, CalibrationOptions, has_saved_calibration, owner_calibration
 from vdbguard.scan.quality import quality_for
+from vdbguard.scan.settings import ScanSettings, ScanTarget
 from vdbguard.scan.state import ScanStore, target_key, verdict_key
 
 AUTO_EMBEDDER = "auto"
@@ -70,128 +69,113 @@ def resolve_embedder(connector: Connector, name_or_path: str, sample_size: int =
 
 def scan_collection(
     connector: Connector,
+    target: ScanTarget,
+    settings: ScanSettings,
     *,
-    connector_name: str,
-    location: str,
     embedder: Embedder | None,
-    attack_names: Sequence[str] = DEFAULT_ATTACKS,
-    profile: TrainingProfile | str = "default",
-    batch_size: int = 256,
-    state_path: Path | None = None,
-    mask_pii: bool = True,
-    detector: str = DEFAULT_DETECTOR,
-    calibration: CalibrationOptions = AUTO,
-    fused: bool = True,
     progress: ProgressSink | None = None,
-    sample: float = 1.0,
-    deep_attack_names: Sequence[str] = (),
-    deep_budget: tuple[float, int | None, float | None] = (0.0, None, None),
-    deep_record_seconds: float = DEEP_RECORD_SECONDS,
-    policy: FindingPolicy | None = None,
     executor: RayExecutor | None = None,
     detector_workers: WorkerSlot | None = None,
-    finding_kinds: Sequence[str] = FINDING_KINDS,
-    detector_settings: DetectorSettings | None = None,
 ) -> Report:
-    """Scan every record of the collection and return the report.
+    """Scan every record of the collection at ``target`` as ``settings`` say (``ScanSettings()``: the defaults)
+    and return the report.
 
-    With ``calibration`` (default ``auto``) and a store that keeps its text, the probes and a verdict
-    over every attack are first fitted on the store's own labelled records (see ``scan.owner``).
-    ``embedder=None`` is a store made by a model that cannot run here: calibration is then required,
-    and the packaged attacks run on the store's vectors mapped into the default model's space. Without
-    calibration, ``fused`` decides each type by the stacked verdict fitted on held-out real text
-    (``scan.fused``); ``fused=False`` flags whatever any attack scores over its own threshold.
+    With calibration (default ``auto``) and a store that keeps its text, the probes and a verdict over every
+    attack are first fitted on the store's own labelled records (see ``scan.owner``). ``embedder=None`` is a
+    store made by a model that cannot run here: calibration is then required, and the packaged attacks run on the
+    store's vectors mapped into the default model's space.
 
-    A scan that reads pages loads its PII detector in a worker process meanwhile, on another core: the one in
-    ``detector_workers`` (a job's, kept for its next scan; the caller stops it), or one it starts and stops.
-    ``finding_kinds``: ``vector`` (what the vectors leak) and ``stored_text`` (PII kept in plain text beside them).
-    ``detector_settings``: the user's own identifiers and allow lists; they are part of the verdict key, so other
-    ones judge every record again.
+    ``executor``: attack on a Ray cluster instead of in this process. A scan that reads pages loads its PII
+    detector in a worker process meanwhile, on another core: the one in ``detector_workers`` (a job's, kept for
+    its next scan; the caller stops it), or one it starts and stops.
     """
-    safe_location = redact_location(location)
-    detector_key = detector_identity(detector, detector_settings)
-    seen = _seen_before(connector, connector_name, safe_location, state_path)
+    connector_name, safe_location = target.connector_name, redact_location(target.location)
+    detector_key = detector_identity(settings.detector, settings.detector_settings)
+    seen = _seen_before(connector, connector_name, safe_location, settings.state_path)
     slot = detector_workers or WorkerSlot()
     reads_here = seen is None and executor is None
-    early = slot.worker(detector, detector_settings) if reads_here and worth_a_detector_worker(detector) else None
+    early = (
+        slot.worker(settings.detector, settings.detector_settings)
+        if reads_here and worth_a_detector_worker(settings.detector)
+        else None
+    )
     info = seen or connector.describe()
-    if embedder is None and calibration.mode == "off" and calibration.load_from is None:
+    if embedder is None and settings.calibration.mode == "off" and settings.calibration.load_from is None:
         raise VdbguardError(
             "--embedder store learns the store's space from its own records: it needs owner-side calibration",
             "drop --owner-calibration off",
         )
-    target = target_key(connector_name, safe_location, info.name)
+    state_target = target_key(connector_name, safe_location, info.name)
     calibration, persisted = _calibration_in_state(
-        calibration if embedder else replace(calibration, mode="on"), state_path, target, detector_key
+        settings.calibration if embedder else replace(settings.calibration, mode="on"),
+        settings.state_path,
+        state_target,
+        detector_key,
     )
-    settings = PROFILES[profile] if isinstance(profile, str) else profile
+    training = PROFILES[settings.profile] if isinstance(settings.profile, str) else settings.profile
     key = verdict_key(
         {
             "vdbguard": version("vdbguard"),
             "embedder": STORE_EMBEDDER if embedder is None else [embedder.name, embedder.files_digest],
             "dimension": info.dimension,
             "attacks": [
-                (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in attack_names
+                (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in settings.attack_names
             ],
-            "profile": asdict(settings),
+            "profile": asdict(training),
             "detector": detector_key,
             "calibration": [calibration.mode, calibration.sample, calibration.target_fpr]
             + ([] if persisted else [str(calibration.load_from)]),
-            "fused": fused,
-            "masked": mask_pii,
-            "policy": None if policy is None else policy.settings(),
-            "deep": [list(deep_attack_names), deep_budget[0], deep_record_seconds],
-            "kinds": sorted(finding_kinds),
+            "fused": settings.fused,
+            "masked": settings.mask_pii,
+            "policy": None if settings.policy is None else settings.policy.settings(),
+            "deep": [list(settings.deep_attack_names), settings.deep_budget[0], settings.deep_record_seconds],
+            "kinds": sorted(settings.finding_kinds),
         }
     )
-    built: dict[str, Any] = {}
+    built: BuiltScanner | None = None
 
     def build() -> Scanner:
         """Load or train the attacks, calibrate, and make the scanner: only once a record needs attacking."""
-        built.update(
-            _build_scanner(
-                connector,
-                info.dimension,
-                embedder,
-                attack_names,
-                settings,
-                detector,
-                calibration,
-                fused,
-                mask_pii,
-                policy,
-                batch_size,
-                progress,
-                detector_processes=1 if executor is not None else detector_cores(),
-                early_detector=early,
-                finding_kinds=finding_kinds,
-                detector_settings=detector_settings,
-            )
+        nonlocal built
+        built = _build_scanner(
+            connector,
+            info.dimension,
+            embedder,
+            replace(settings, calibration=calibration),
+            training,
+            progress,
+            detector_processes=1 if executor is not None else detector_cores(),
+            early_detector=early,
         )
-        return built["scanner"]
+        return built.scanner
 
     deep = None
-    if deep_attack_names:
+    if settings.deep_attack_names:
 
         def build_deep() -> Scanner:
             model = embedder or Embedder()
-            deep_attacks = trained_attacks(model, deep_attack_names, profile=settings, progress=progress)
+            deep_attacks = trained_attacks(model, settings.deep_attack_names, profile=training, progress=progress)
             for attack in deep_attacks:
-                with_record_budget(attack, deep_record_seconds)
+                with_record_budget(attack, settings.deep_record_seconds)
             dimension = info.dimension if embedder is None else embedder.dimension
-            pii_detector = load_detector(detector, settings=detector_settings)
+            pii_detector = load_detector(settings.detector, settings=settings.detector_settings)
             return Scanner(
-                deep_attacks, pii_detector, dimension, mask_pii=mask_pii, policy=policy, source_embedder=embedder
+                deep_attacks,
+                pii_detector,
+                dimension,
+                mask_pii=settings.mask_pii,
+                policy=settings.policy,
+                source_embedder=embedder,
             )
 
-        deep = DeepTier(build_deep, *deep_budget, attack_names=list(deep_attack_names))
+        deep = DeepTier(build_deep, *settings.deep_budget, attack_names=list(settings.deep_attack_names))
     common: dict[str, Any] = {
-        "batch_size": batch_size,
-        "state_path": state_path,
-        "target": target,
+        "batch_size": settings.batch_size,
+        "state_path": settings.state_path,
+        "target": state_target,
         "total": info.count,
         "progress": progress,
-        "sample": sample,
+        "sample": settings.sample,
     }
     if executor is None:
         result = scan_incrementally(connector, build, key, deep=deep, **common)
@@ -205,23 +189,24 @@ def scan_collection(
     if detector_workers is None:
         slot.close()  # the scan is done detecting; a scanner built from here on detects in this process
     previous = None
-    if not built and state_path is not None:
-        with ScanStore(state_path) as store:
-            previous = store.latest_report(target)
+    if built is None and settings.state_path is not None:
+        with ScanStore(settings.state_path) as store:
+            previous = store.latest_report(state_target)
     if previous is not None and previous.coverage is not None:  # nothing attacked: same settings, same models
         identity, attack_info = previous.embedder, previous.attacks
         calibration_report, quality = previous.calibration, previous.expected_quality
         unmeasured = previous.quality_not_measured
     else:
-        if not built:
+        if built is None:
             build()
-        identity, calibration_report = built["identity"], built["calibration"]
+        assert built is not None
+        identity, calibration_report = built.identity, built.calibration
         deep_attacks = deep.deep_scanner().attacks if deep is not None else []
         attack_info = [
             AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
-            for a in (*built["scanner"].attacks, *deep_attacks)
+            for a in (*built.scanner.attacks, *deep_attacks)
         ]
-        mode = "default" if fused else "any"
+        mode = "default" if settings.fused else "any"
         if calibration_report is not None:
             mode = "store" if embedder is None else "owner"
         quality, unmeasured = quality_for(mode, "store" if embedder is None else embedder.name)
@@ -238,7 +223,7 @@ def scan_collection(
         ),
         embedder=identity,
         attacks=attack_info,
-        masked=mask_pii,
+        masked=settings.mask_pii,
         summary=result.summary,
         findings=result.findings if isinstance(result.findings, list) else [],
         record_problems=result.problems,
@@ -250,8 +235,8 @@ def scan_collection(
     )
     if not isinstance(result.findings, list):
         report = report.spooled(result.findings)
-    if state_path is not None:
-        with ScanStore(state_path) as store:
+    if settings.state_path is not None:
+        with ScanStore(settings.state_path) as store:
             store.save_report(report)
     return report
 
@@ -287,24 +272,25 @@ def _calibration_in_state(
     return replace(calibration, save_to=folder), True
 
 
+@dataclass(frozen=True)
+class BuiltScanner:
+    """The scanner and what the report says of how it was made."""
+
+    scanner: Scanner
+    identity: EmbedderInfo
+    calibration: OwnerCalibration | None
+
+
 def _build_scanner(
     connector: Connector,
     store_dimension: int | None,
     embedder: Embedder | None,
-    attack_names: Sequence[str],
-    settings: TrainingProfile,
-    detector: str,
-    calibration: CalibrationOptions,
-    fused: bool,
-    mask_pii: bool,
-    policy: FindingPolicy | None,
-    batch_size: int,
+    settings: ScanSettings,
+    training: TrainingProfile,
     progress: ProgressSink | None,
     detector_processes: int = 1,
     early_detector: DetectorWorker | None = None,
-    finding_kinds: Sequence[str] = FINDING_KINDS,
-    detector_settings: DetectorSettings | None = None,
-) -> dict[str, Any]:
+) -> BuiltScanner:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
         dimension = store_dimension
@@ -318,16 +304,16 @@ def _build_scanner(
     else:
         dimension = embedder.dimension
         identity = EmbedderInfo(name=embedder.name, fingerprint=embedder.fingerprint, dimension=dimension)
-    attacks = trained_attacks(model, attack_names, profile=settings, progress=progress)
-    pii_detector = load_detector(detector, detector_processes, early_detector, detector_settings)
+    attacks = trained_attacks(model, settings.attack_names, profile=training, progress=progress)
+    pii_detector = load_detector(settings.detector, detector_processes, early_detector, settings.detector_settings)
     calibrated = owner_calibration(
         connector,
         attacks,
         pii_detector,
         dimension,
         identity.fingerprint,
-        calibration,
-        batch_size=batch_size,
+        settings.calibration,
+        batch_size=settings.batch_size,
         progress=progress,
         align_to=None if embedder else model,
         embedder_probes=None if embedder is None else embedder.probe_embeddings,
@@ -335,27 +321,27 @@ def _build_scanner(
     verdict = None
     if calibrated is not None:
         attacks, verdict = calibrated.attacks, calibrated.verdict
-    elif fused:
+    elif settings.fused:
         verdict = packaged_verdict(
             attacks,
             pii_detector,
             model,
-            calibration.target_fpr,
-            training_digest=training_digest(settings),
-            records=settings.verdict_records,
+            settings.calibration.target_fpr,
+            training_digest=training_digest(training),
+            records=training.verdict_records,
             progress=progress,
         )
     scanner = Scanner(
         attacks,
         pii_detector,
         dimension,
-        mask_pii=mask_pii,
+        mask_pii=settings.mask_pii,
         verdict=verdict,
-        policy=policy,
+        policy=settings.policy,
         source_embedder=embedder,
-        finding_kinds=finding_kinds,
+        finding_kinds=settings.finding_kinds,
     )
-    return {"scanner": scanner, "identity": identity, "calibration": None if calibrated is None else calibrated.report}
+    return BuiltScanner(scanner, identity, None if calibrated is None else calibrated.report)
 
 
 def warm_up(
