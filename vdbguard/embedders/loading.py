@@ -15,6 +15,7 @@ import numpy as np
 from vdbguard.cache import cache_root, cached_json
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import Advance
+from vdbguard.text import valid_unicode
 
 SAME_TEXT = 0.98  # cosine of a vector and its own text re-embedded: 0.9999+ measured; batch padding aside
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -205,7 +206,7 @@ class Embedder:
 
     def encode(self, texts: Sequence[str], progress: Advance | None = None) -> np.ndarray:
         """Unit-normalised float32 embeddings, in chunks so a progress bar can follow."""
-        texts = list(texts)
+        texts = [valid_unicode(text) for text in texts]
         chunks = []
         for start in range(0, len(texts), 512):
             chunk = texts[start : start + 512]
