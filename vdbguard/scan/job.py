@@ -151,7 +151,7 @@ def run_job(
             connector_cls = load_connector(store.connector)
             for collection in collections:
                 started = time.monotonic()
-                with _failure_reported(on_failure, store.label, collection, started):
+                with failure_reported(on_failure, store.label, collection, started):
                     settings = store.connector_settings(collection, config.base_dir)
                     with _settings_checked(store):
                         connector = connector_cls(**settings)
@@ -180,9 +180,10 @@ def run_job(
 
 
 @contextlib.contextmanager
-def _failure_reported(
+def failure_reported(
     on_failure: Callable[[str, str, float], None] | None, store: str, collection: str, started: float
 ) -> Iterator[None]:
+    """``on_failure(store, collection, seconds)`` hears of whatever fails inside, which is then raised."""
     try:
         yield
     except BaseException:

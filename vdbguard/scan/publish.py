@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -19,7 +19,7 @@ from vdbguard.config import JobConfig, Suppression
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Report
 from vdbguard.reports.store_summary import StoreSummary
-from vdbguard.scan.job import CollectionResult, apply_suppressions
+from vdbguard.scan.job import CollectionResult, apply_suppressions, failure_reported
 from vdbguard.scan.state import ScanStore
 
 log = logging.getLogger(__name__)
@@ -68,15 +68,9 @@ class Publisher:
         except VdbguardError as exc:
             log.warning("%s", exc)
 
-    @contextlib.contextmanager
-    def failure_marked(self, store: str, collection: str) -> Iterator[None]:
+    def failure_marked(self, store: str, collection: str) -> contextlib.AbstractContextManager[None]:
         """Whatever fails inside, from a bad flag to the scan itself, is marked in the textfile, then raised."""
-        started = time.monotonic()
-        try:
-            yield
-        except BaseException:
-            self.failed(store, collection, time.monotonic() - started)
-            raise
+        return failure_reported(self.failed, store, collection, time.monotonic())
 
     def write_summary(self, out: Path) -> list[Path]:
         """store-summary.json and .md, written into ``out``."""
