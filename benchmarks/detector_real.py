@@ -53,6 +53,8 @@ Registers (one row per register, source, group and type):
 - ``named-in-sentence``: real sentences (fortunes, WordNet examples, GCIDE quotations) that name a WordNet
   person instance by a full name of two or more words: gold PERSON on the name as written.
 - ``placed-in-sentence``: the same sentences with that name replaced by a placed name.
+- ``pronoun-placed`` (train only): a sentence's first "he", "she", "him" or "his" replaced by a placed name or
+  a surname alone, so the silver names also sit where sentences put people.
 - ``gloss-person`` / ``-place`` / ``-organisation`` / ``-artifact`` (a ``product`` mention) / ``-work`` /
   ``-event``: WordNet instance glosses ("Andalusia, a region in southern Spain ..."); the head word is gold
   PERSON for people (gods and creatures left out) and a non-person mention otherwise.
@@ -212,6 +214,7 @@ CURRENCY_SLOT = re.compile(
     r"\b(dollars?|francs?|pesos?|rupees?|yen|euros?|rubles?|roubles?|shillings?|guineas?|pence)\b"
 )
 NOT_A_PERSON_GLOSS = re.compile(r"\b(god|goddess|deity|divinity|spirit|demon|creature|monster|giant|nymph|titan)\b")
+PRONOUN_SLOT = re.compile(r"\b(?:[Hh]e|[Ss]he|him|[Hh]is)\b(?!-)")
 TOKEN = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+|'(?!s\b)[A-Za-z]+)*\.?")  # "O'Brien", "Einstein" of "Einstein's"
 
 
@@ -531,6 +534,10 @@ class Values:
     def name(self, on: bool) -> tuple[str, str]:
         return self.rng.choice(self.names[on])
 
+    def surname(self) -> tuple[str, str]:
+        locale = self.rng.choice([loc for loc in LOCALES[self.split] if loc not in SURNAME_FIRST])
+        return self.fakers[locale].last_name(), f"faker:{locale}"
+
     def email(self) -> tuple[str, str]:
         locale = self.rng.choice(LOCALES[self.split])
         fake = self.fakers[locale]
@@ -720,6 +727,8 @@ def sentence_items(pool: list[tuple[str, str]], values: Values, wn: WordNet, iso
         if iso.get("language") and (match := LANGUAGE_SLOT.search(sentence)):
             text, c0, c1 = swap(sentence, match.start(1), match.end(1), rng.choice(iso["language"]))
             items.append(Item(text, source, "language-in-sentence", split, mentions=(Span(c0, c1, "language"),)))
+        if split == "train" and (match := PRONOUN_SLOT.search(sentence)):
+            items.append(pronoun_item(sentence, source, match, values))
         capitals = [w for w in sentence.split()[1:] if w[:1].isupper() and w.rstrip(".,!?;:'\"") not in ("I", "I'm")]
         if not capitals and not re.search(r"\d", sentence):
             items.append(Item(sentence, source, "clean-sentence", split))
@@ -731,6 +740,15 @@ def sentence_items(pool: list[tuple[str, str]], values: Values, wn: WordNet, iso
                 gold = (Span(v0, v1, KIND_TYPE[kind], kind, origin),)
                 items.append(Item(text, source, "number-swap", split, gold, group=f"{kind}/{context}"))
     return items
+
+
+def pronoun_item(sentence: str, source: str, match: re.Match[str], values: Values) -> Item:
+    """Train only: a sentence's first "he", "she", "him" or "his" swapped for a placed name (a surname alone in a
+    quarter of them), so names sit where sentences put people, not only in attribution lines."""
+    on = values.rng.random() < 0.5
+    placed, origin = values.surname() if values.rng.random() < 0.25 else values.name(on)
+    text, p0, _ = swap(sentence, match.start(), match.end(), placed + ("'s" if match.group().lower() == "his" else ""))
+    return Item(text, source, "pronoun-placed", "train", (person(p0, placed, origin),), stratum="on" if on else "off")
 
 
 def part_of_a_longer_name(sentence: str, start: int, end: int) -> bool:

@@ -204,7 +204,23 @@ class AllowListEntry(_Strict):
 
 
 class DetectorOptions(_Strict):
+    name: str = Field(
+        default="presidio",
+        description="The PII detector plugin: presidio, or presidio-sm (version 5: spaCy's own NER, before the one "
+        "trained on real text).",
+    )
     language: str = Field(default="en", description="Language of the stored text; the detector reads en only.")
+
+    @field_validator("name")
+    @classmethod
+    def _installed(cls, name: str) -> str:
+        from vdbguard import plugins
+
+        known = plugins.names("detectors")
+        if name not in known:
+            hint = plugins.did_you_mean(name, known)
+            raise ValueError(f"unknown detector {name!r}; {hint}installed: {sorted(known)}")
+        return name
 
     _language = field_validator("language")(check_language)
 

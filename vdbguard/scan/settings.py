@@ -114,6 +114,7 @@ class ScanSettings:
             deep_record_seconds=attacks.deep_record_seconds,
             policy=ConfigPolicy(config.allow, config.severity.by_type),
             finding_kinds=job.findings,
+            detector=config.detector.name,
             detector_settings=config.detector_settings(),
         )
 
@@ -141,5 +142,6 @@ class ScanSettings:
             deep_budget=(flags["deep_sample"], flags["deep_max_records"], flags["deep_max_seconds"]),
             deep_record_seconds=flags["deep_record_seconds"],
             finding_kinds=flags["findings"],
+            detector=DEFAULT_DETECTOR if detector_settings is None else detector_settings.detector.name,
             detector_settings=detector_settings,
         )
