@@ -215,18 +215,24 @@ def test_a_suppression_or_baseline_may_name_a_users_type() -> None:
         Suppression(record_id="r", pii_type="persn", reason="x", owner="me", expires=date.max)
 
 
-def test_the_detector_named_in_a_job_file_scans_and_a_misspelt_one_is_refused(tmp_path: Path) -> None:
-    """``[detector] name`` picks the detector plugin (version 5 stays selectable), checked like any field."""
-    from vdbguard.config import load_job
-    from vdbguard.scan import ScanSettings
+def test_the_detector_named_in_a_job_file_scans_and_a_misspelt_one_is_refused(
+    store: Path, small_attacks, tmp_path: Path
+) -> None:
+    """``[detector] name`` picks the detector plugin (version 5 stays selectable); the report names it, a change of
+    detector judges every record again, and a misspelt name is refused like any field."""
+    job = _job(tmp_path, store, '[detector]\nname = "presidio-sm"\n')
+    code, output = run("scan", "--config", str(job))
+    written = tmp_path / "out" / "notes" / "notes" / "report.json"
+    assert code == 0 and Report.model_validate_json(written.read_text()).detector == "presidio-sm 5", output
+    _job(tmp_path, store, "")
+    code, output = run("scan", "--config", str(job))
+    default = Report.model_validate_json(written.read_text())
+    assert code == 0 and default.detector == "presidio 6", output
+    assert default.coverage.records_attacked == len(TEXTS), "another detector: every record judged again"
 
-    store = '[[stores]]\nconnector = "chroma"\npath = "x"\ncollections = ["c"]\n'
-    job = tmp_path / "job.toml"
-    job.write_text('[detector]\nname = "presidio-sm"\n\n' + store)
-    assert ScanSettings.from_job(load_job(job)).detector == "presidio-sm"
-    job.write_text(store)
-    assert ScanSettings.from_job(load_job(job)).detector == "presidio"
-    job.write_text('[detector]\nname = "presidio-sn"\n\n' + store)
+    job.write_text(
+        '[detector]\nname = "presidio-sn"\n\n[[stores]]\nconnector = "chroma"\npath = "x"\ncollections = ["c"]\n'
+    )
     code, output = run("config", "validate", str(job))
     assert code == 2 and re.search(r"detector\.name \(line 2\): unknown detector 'presidio-sn'", output), output
     assert "did you mean presidio-sm" in output, output

@@ -75,8 +75,9 @@ def render_markdown(report: Report) -> str:
         f"# vdbguard scan: {code_span(t.collection)} ({escape_text(t.connector)})",
         "",
         f"Scanned {s.records_scanned} records at {code_span(t.location)} on {report.created_at:%Y-%m-%d %H:%M} UTC "
-        f"with embedder {code_span(report.embedder.name)} ({report.embedder.dimension}-d). "
-        f"**{s.records_flagged} records leak PII** through their vectors"
+        f"with embedder {code_span(report.embedder.name)} ({report.embedder.dimension}-d)"
+        + (f" and PII detector {code_span(report.detector)}. " if report.detector else ". ")
+        + f"**{s.records_flagged} records leak PII** through their vectors"
         + (f"; **{s.stored_text_flagged} keep PII or secrets in plain text**" if s.stored_text_flagged else "")
         + f"; {s.records_skipped} were skipped.",
         "",

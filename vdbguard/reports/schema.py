@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 
 class Severity(StrEnum):
@@ -206,6 +206,11 @@ class Report(BaseModel):
     created_at: datetime
     target: Target
     embedder: EmbedderInfo
+    detector: str | None = Field(
+        default=None,
+        description="the PII detector that read stored and recovered text and labelled the owner's records: its "
+        "plugin name and version, e.g. 'presidio 6' (schema 1.6)",
+    )
     attacks: list[AttackInfo]
     masked: bool
     summary: Summary

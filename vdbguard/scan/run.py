@@ -222,6 +222,7 @@ def scan_collection(
             metric=info.metric,
         ),
         embedder=identity,
+        detector=" ".join(map(str, detector_key[:2])),
         attacks=attack_info,
         masked=settings.mask_pii,
         summary=result.summary,
