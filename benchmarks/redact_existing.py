@@ -127,9 +127,12 @@ def main() -> None:
     rows = [ids.index(rid) for rid in clean]
     docs_before = np.stack([original[rid][0] for rid in ids])
     docs_after = np.stack([copy[rid][0] for rid in ids])
-    queries_after = embedder.encode(redaction.transform_texts([original[rid][1] or "" for rid in ids]))
+    texts = [original[rid][1] or "" for rid in ids]
+    redacted = redaction.transform_texts(texts)
+    queries_after = embedder.encode(redacted)
     recall = neighbour_recall(docs_before, docs_after, queries_after)
     clean_recall = retrieval(docs_before, docs_after, queries_after, rows)
+    clean_recall["pii_free_changed"] = sum(texts[i] != redacted[i] for i in rows) / len(rows)
     rng = random.Random(0)
     halves = [half_query(original[rid][1] or "", rng) for rid in ids]
     mask = np.zeros(len(ids), dtype=bool)
@@ -146,6 +149,7 @@ def main() -> None:
     print(f"known-item recall@10 of PII-free half-queries: {known_before:.3f} before, {known_after:.3f} after")
     print(f"overlap of the 10 nearest notes, every note as the query: {recall:.3f}")
     print(f"PII-free notes as queries, among every note / among PII-free notes: {fmt(clean_recall)}")
+    print(f"PII-free notes redaction changed: {clean_recall['pii_free_changed']:.3f}")
     out = {
         "command": " ".join(["python", "benchmarks/redact_existing.py", *map(str, vars(args).values())]),
         "before": before,
