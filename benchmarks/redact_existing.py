@@ -52,27 +52,16 @@ def vectors_of(store: Path, collection: str) -> dict[str, tuple[np.ndarray, str 
         return {r.id: (np.asarray(r.vector), r.text) for b in connector.iter_batches() for r in b.records}
 
 
-def nearest(queries: np.ndarray, docs: np.ndarray, rows: list[int], among: list[int]) -> list[set[int]]:
-    """The 10 nearest of ``among`` (the query itself left out) for each query row in ``rows``."""
-    scores = queries[rows] @ docs[among].T
-    position = {doc: i for i, doc in enumerate(among)}
-    for i, row in enumerate(rows):
-        if row in position:
-            scores[i, position[row]] = -np.inf
-    return [{among[j] for j in np.argpartition(-line, kth=10)[:10]} for line in scores]
-
-
 def retrieval(before: np.ndarray, after: np.ndarray, queries_after: np.ndarray, clean: list[int]) -> dict[str, float]:
     """Overlap of each PII-free record's 10 nearest records before and after redaction: among every record (the
     records that held PII moved, as they must), and among the PII-free records only (what redaction did to text
     that needed none: the detector's false positives)."""
-
-    def overlap(among: list[int]) -> float:
-        old = nearest(before, before, clean, among)
-        new = nearest(queries_after, after, clean, among)
-        return float(np.mean([len(a & b) / 10 for a, b in zip(old, new, strict=True)]))
-
-    return {"every_record": overlap(list(range(len(before)))), "pii_free_records": overlap(clean)}
+    mask = np.zeros(len(before), dtype=bool)
+    mask[clean] = True
+    return {
+        "every_record": neighbour_recall(before, after, queries_after, rows=mask),
+        "pii_free_records": neighbour_recall(before[clean], after[clean], queries_after[clean]),
+    }
 
 
 def real_text(cache: Path, records: int, seed: int) -> tuple[list[str], list[bool]]:

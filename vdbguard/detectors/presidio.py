@@ -249,7 +249,7 @@ def _absent(module: str) -> Iterator[None]:
 
 
 @lru_cache(maxsize=2)
-def build_analyzer(ner: str | None = PERSON_NER, gazetteer: str = "every"):  # -> presidio_analyzer.AnalyzerEngine
+def build_analyzer(ner: str | None, gazetteer: str):  # -> presidio_analyzer.AnalyzerEngine
     """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does). ``ner``: the NER weights
     to load over the installed pipeline's (a folder in ``vdbguard/data`` or a path; None keeps its own);
     ``gazetteer``: when a listed name counts (``GAZETTEER_RULES``)."""

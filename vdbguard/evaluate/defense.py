@@ -70,10 +70,18 @@ def _top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude_self: bool) ->
     return np.argpartition(-scores, kth=min(k, scores.shape[1] - 1), axis=1)[:, :k]
 
 
-def neighbour_recall(clean: np.ndarray, protected_docs: np.ndarray, protected_queries: np.ndarray, k: int = K) -> float:
-    """Mean overlap of each record's k nearest neighbours before and after protection."""
+def neighbour_recall(
+    clean: np.ndarray,
+    protected_docs: np.ndarray,
+    protected_queries: np.ndarray,
+    k: int = K,
+    rows: np.ndarray | None = None,
+) -> float:
+    """Mean overlap of each record's k nearest neighbours before and after protection (over ``rows``: a mask)."""
     before = _top_k(clean, clean, k, exclude_self=True)
     after = _top_k(protected_queries, protected_docs, k, exclude_self=True)
+    if rows is not None:
+        before, after = before[rows], after[rows]
     return float(np.mean([len(set(b) & set(a)) / k for b, a in zip(before, after, strict=True)]))
 
 
