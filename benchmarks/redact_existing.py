@@ -58,9 +58,15 @@ def retrieval(before: np.ndarray, after: np.ndarray, queries_after: np.ndarray, 
     that needed none: the detector's false positives)."""
     mask = np.zeros(len(before), dtype=bool)
     mask[clean] = True
+    scores = before[clean] @ before.T
+    scores[np.arange(len(clean)), clean] = -np.inf
+    ranked = -np.sort(-scores, axis=1)
     return {
         "every_record": neighbour_recall(before, after, queries_after, rows=mask),
         "pii_free_records": neighbour_recall(before[clean], after[clean], queries_after[clean]),
+        # why the first can hardly stay put: how far redaction moves a record with PII, how close the ranks sit
+        "pii_moved_median": float(np.median(1 - np.sum(before[~mask] * after[~mask], axis=1))),
+        "gap_10th_11th_median": float(np.median(ranked[:, 9] - ranked[:, 10])),
     }
 
 
@@ -87,7 +93,11 @@ def real_text(cache: Path, records: int, seed: int) -> tuple[list[str], list[boo
 
 
 def fmt(result: dict[str, float]) -> str:
-    return f"{result['every_record']:.3f} / {result['pii_free_records']:.3f}"
+    return (
+        f"{result['every_record']:.3f} / {result['pii_free_records']:.3f} (a record with PII moved by a median cosine "
+        f"distance of {result['pii_moved_median']:.3f}; 10th and 11th neighbours a median "
+        f"{result['gap_10th_11th_median']:.4f} apart)"
+    )
 
 
 def main() -> None:
