@@ -11,7 +11,15 @@ setup(
     packages=[*find_packages(include=["vdbguard", "vdbguard.*"]), "vdbguard.connectors"],
     package_dir={"vdbguard.connectors": "connectors"},
     package_data={
-        "vdbguard.data": ["*.jsonl.gz", "*.json", "*.safetensors", "trained-*/*.json", "trained-*/*/*", "ner-person/*"],
+        "vdbguard.data": [
+            "*.jsonl.gz",
+            "*.LICENSE",
+            "*.json",
+            "*.safetensors",
+            "trained-*/*.json",
+            "trained-*/*/*",
+            "ner-person/*",
+        ],
         "vdbguard.reports": ["templates/*.j2"],
     },
 )

@@ -5,10 +5,11 @@ into ``--cache`` (run ``apt-get update`` once first):
 - ``wordnet``: WordNet 3.0 instance glosses (wordnet-base). Positives: people ("Name, gloss" of
   noun.person instances); negatives: places and organisations in the same shape, capitalised names that
   are not people (the hard case for a name detector).
-- ``fortunes``: fortune cookies (fortunes, fortunes-min). Positives: a quote with its attribution to a
-  person ("... -- Mark Twain"); negatives: cookies that name nobody (no attribution, no capitalised pair
-  past the first word). Files themed on Debian or Linux are left out: they can name Debian maintainers,
-  whom the project's external evaluation may hold.
+- ``fortunes``: fortune cookies (fortunes, fortunes-min), less the few whose text the attacks train on
+  (FreeBSD's fortunes repeat some). Positives: a quote with its attribution to a person ("... -- Mark
+  Twain"); negatives: cookies that name nobody (no attribution, no capitalised word past a sentence's first
+  but "I": "BARRY ...", "Joe's sister" and "Lassie" name someone). Files themed on Debian or Linux are left
+  out: they can name Debian maintainers, whom the project's external evaluation may hold.
 
 Modes, on an embedded Chroma store per source (half positives):
 - ``default``: the shipped scan on vectors alone (corpus-trained attacks, the fused verdict fitted on the
@@ -26,6 +27,8 @@ Modes, on an embedded Chroma store per source (half positives):
 from __future__ import annotations
 
 import glob
+import gzip
+import importlib.resources
 import json
 import random
 import re
@@ -50,7 +53,8 @@ ATTRIBUTION = re.compile(r"^\s+(?:--|-)\s*(.+?)\s*$")
 PERSON_NAME = re.compile(
     r"^(?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.)(?: (?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.|van|von|de|da|di|le)){1,3}$"
 )
-CAPITALISED_PAIR = re.compile(r"\b[A-Z][a-z]+\s+[A-Z][a-z]+")
+CAPITALISED = re.compile(r"(?<![.!?])\s[\"'(\[*]*([A-Z][\w'-]*)")  # a capital not opening a sentence
+I_WORDS = {"I", "I'm", "I've", "I'll", "I'd"}
 
 
 def unpack(cache: Path) -> Path:
@@ -92,8 +96,21 @@ def wordnet(root: Path) -> tuple[list[str], list[str]]:
     return people, others
 
 
+def trained_on() -> str:
+    """The fortune and Jargon File lines the attacks train and calibrate on (``vdbguard/data/real_registers``),
+    normalised: FreeBSD's fortunes repeat some of Debian's, and those are no held-out text."""
+    path = importlib.resources.files("vdbguard.data").joinpath("real_registers.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:  # type: ignore[arg-type]
+        return " || ".join(normalised(json.loads(line)["frame"]) for line in fh)
+
+
+def normalised(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
 def fortunes(root: Path) -> tuple[list[str], list[str]]:
     attributed, clean = [], []
+    seen = trained_on()
     for path in sorted(glob.glob(str(root / "usr/share/games/fortunes/*"))):
         if LEFT_OUT_FORTUNES.search(Path(path).name):
             continue
@@ -101,13 +118,13 @@ def fortunes(root: Path) -> tuple[list[str], list[str]]:
             lines = cookie.strip("\n").split("\n")
             match = ATTRIBUTION.match(lines[-1]) if len(lines) > 1 else None
             body = re.sub(r"\s+", " ", " ".join(lines[:-1] if match else lines)).strip()
-            if not usable(body):
+            if not usable(body) or normalised(body)[:60] in seen:
                 continue
             if match:
                 name = re.split(r",|\(| in | on ", match.group(1))[0].strip().strip('"')
                 if PERSON_NAME.match(name):
                     attributed.append(f"{body} -- {name}")
-            elif not CAPITALISED_PAIR.search(body[1:]) and not looks_like_person_name(body):
+            elif all(m.group(1) in I_WORDS for m in CAPITALISED.finditer(body)) and not looks_like_person_name(body):
                 clean.append(body)
     return attributed, clean
 

@@ -15,6 +15,7 @@ from vdbguard.corpus import build_corpus
 from vdbguard.corpus.real import (
     CALIBRATION_SOURCES,
     PERSON_FRAMES,
+    REGISTER_SOURCES,
     TRAIN_SOURCES,
     real_corpus,
     real_sentences,
@@ -36,9 +37,23 @@ def test_every_label_points_at_its_value_in_the_text(train_items) -> None:
     assert {t for item in pii for t in item.pii} == set(PROBED_TYPES), "every type an attack learns"
 
 
+def test_half_the_items_come_from_the_split_s_own_other_registers(train_items) -> None:
+    calibration = real_corpus(600, 600, seed=1, split="calibration")
+    for items, split in ((train_items, "train"), (calibration, "calibration")):
+        from_registers = [item for item in items if item.source.startswith("real:")]
+        assert {item.source.removeprefix("real:") for item in from_registers} == REGISTER_SOURCES[split], split
+        assert 0.4 < sum(not item.pii for item in from_registers) / 600 < 0.6
+        assert 0.25 < sum(bool(item.pii) for item in from_registers) / 600 < 0.5  # dates and diagnoses: none
+        assert not any(item.pii & {PiiType.MEDICAL, PiiType.DATE_OF_BIRTH} for item in from_registers)
+    assert not REGISTER_SOURCES["train"] & REGISTER_SOURCES["calibration"]
+    attributed = [i for i in train_items if i.source == "real:fortunes-pypi" and " -- " in i.text and i.pii]
+    assert sum(PiiType.PERSON in item.pii for item in attributed) > 20
+
+
 def test_clean_items_carry_no_labels_and_share_the_person_frames(train_items) -> None:
     clean = [item for item in train_items if not item.pii]
-    assert len(clean) == 600 and all(item.source == "real-clean" and not item.values for item in clean)
+    assert len(clean) == 600 and all(not item.values for item in clean)
+    clean = [item for item in clean if item.source == "real-clean"]
     credit_words = {frame.split("{x}")[0].replace("{s}", "").strip() for frame in PERSON_FRAMES}
     credit_words.discard("")
 
@@ -92,9 +107,22 @@ def test_the_shipped_text_names_nobody() -> None:
     assert credits and all("{name}" in text for text in credits)
 
 
+def test_the_shipped_registers_name_nobody_and_hold_no_evaluation_source() -> None:
+    """Every labelled value, the names attribution lines credit included, is cut out to a slot."""
+    path = importlib.resources.files("vdbguard.data").joinpath("real_registers.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:  # type: ignore[arg-type]
+        rows = [json.loads(line) for line in handle]
+    assert {row["source"] for row in rows} == REGISTER_SOURCES["train"] | REGISTER_SOURCES["calibration"]
+    attributions = [row for row in rows if row["register"].startswith("attribution")]
+    assert len(attributions) > 1000
+    for row in attributions:
+        assert any(kind == "name" and row["frame"][:at].rstrip().endswith("--") for at, kind in row["slots"]), row
+    assert all("@" not in row["frame"] for row in rows)
+
+
 def test_build_corpus_adds_real_sentences_for_training_only() -> None:
     corpus = build_corpus(20, 20, seed=0, n_real_pii=30, n_real_clean=40)
-    sources = [item.source for item in corpus]
-    assert sources.count("real-pii") == 30 and sources.count("real-clean") == 40
+    real = [item for item in corpus if item.source.startswith("real")]
+    assert sum(bool(item.pii) for item in real) == 30 and sum(not item.pii for item in real) == 40
     with pytest.raises(ValueError, match="training only"):
         build_corpus(20, 20, seed=0, split="holdout", n_real_pii=5)

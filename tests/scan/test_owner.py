@@ -86,6 +86,22 @@ def test_stacked_verdict_keeps_its_false_positive_rate_on_new_records_and_round_
     assert np.allclose(again.probabilities(fresh)["PERSON"], verdict.probabilities(fresh)["PERSON"])
 
 
+def test_the_budget_goes_to_the_type_that_buys_recall() -> None:
+    """A type whose scores say nothing spends none of the false-positive budget; the informative one gets it all."""
+    rng = np.random.default_rng(4)
+    kinds = rng.choice(["", "PERSON", "SSN"], size=4000, p=[0.6, 0.3, 0.1])
+    scores = [
+        {("probe", "PERSON"): float(rng.normal(2.0 * (kind == "PERSON"), 1.0)), ("probe", "SSN"): float(rng.random())}
+        for kind in kinds
+    ]
+    labels = [frozenset({PiiType(kind)}) if kind else frozenset() for kind in kinds]
+    verdict = StackedVerdict.fit(scores, labels, 0.05)
+    probabilities = verdict.probabilities(scores)
+    clean = kinds == ""
+    assert (probabilities["SSN"][clean] >= verdict.cutoffs["SSN"]).mean() < 0.005
+    assert 0.03 <= (probabilities["PERSON"][clean] >= verdict.cutoffs["PERSON"]).mean() <= 0.06
+
+
 def test_default_scan_decides_by_the_verdict_fitted_on_held_out_real_text(embedder, model_cache: Path) -> None:
     """No text in the store: one stacked verdict, fitted on the real-text calibration split, decides."""
     records, truth = store(embedder, n_text=0, n_bare=300)

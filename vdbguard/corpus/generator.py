@@ -272,12 +272,16 @@ def render_pii(kind: str, idx: str, s: SentenceState) -> tuple[str, list[str]]:
     if kind in ("addr", "addr_v"):
         v = s.once("addr", idx, lambda: _address(s))
         return v, [v]
-    if kind == "acct":
+    if kind in ("acct", "acct_v"):
         v = s.once("acct", idx, lambda: _account(s))
+        if kind == "acct_v":
+            return v, [v]
         leads = ("account {v}", "account number {v}", "acct {v}") + (("IBAN {v}",) if v[:2].isalpha() else ())
         return rng.choice(leads).replace("{v}", v), [v]
-    if kind == "card":
+    if kind in ("card", "card_v"):
         v = s.once("card", idx, lambda: _card(s))
+        if kind == "card_v":
+            return v, [v]
         return rng.choice(("card {v}", "card number {v}", "credit card {v}")).replace("{v}", v), [v]
     if kind == "med":
         return _medical(s, idx, MED_PRED)

@@ -18,7 +18,6 @@ from typing import Literal, TypeVar
 from vdbguard.cache import cache_root, cached_json
 from vdbguard.pii import PiiType
 
-Source = Literal["synthetic-pii", "synthetic-clean", "human", "real-pii", "real-clean", "user"]
 Split = Literal["train", "holdout"]
 
 T = TypeVar("T")

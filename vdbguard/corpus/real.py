@@ -8,6 +8,12 @@ sentence alone or the same frame filled with something that is not PII: a real c
 the same source ("Thanks to the SQLAlchemy team"), a place, a version, a release date, a hardware id. So a
 probe has to find the value, not the frame.
 
+Half the clean items, and half the items of each type other registers hold, come from those registers
+(``vdbguard/data/real_registers.jsonl.gz``, built by ``scripts/build_real_registers.py``): fortune cookies with
+their attribution lines, sentences where a name stands in for "he" or "she", numbers in running text, product
+lines and registrations, as frames whose slots take Faker values. Docstrings alone taught the probes that names
+come in credits.
+
 Sources split by package, never by sentence: ``train`` sources teach the attacks, ``calibration`` sources
 (and other Faker locales) fit the fused verdict's cutoffs, so the cutoffs measure transfer to unseen text.
 """
@@ -34,6 +40,15 @@ TRAIN_SOURCES = frozenset(
     {"numpy", "pandas", "sympy", "networkx", "torch", "click", "pydantic", "pygments", "markdown", "httpx", "faker"}
 )
 CALIBRATION_SOURCES = frozenset({"scipy", "sklearn", "rich", "sqlalchemy", "jinja2", "requests", "transformers"})
+REGISTER_SOURCES: dict[RealSplit, frozenset[str]] = {
+    "train": frozenset({"fortunes-pypi", "pci-ids"}),
+    "calibration": frozenset({"jargon", "ieee-other"}),
+}
+REGISTER_SHARE = 0.5
+SLOT_TYPES = {
+    "name": PiiType.PERSON, "email": PiiType.EMAIL, "phone": PiiType.PHONE, "ssn": PiiType.SSN,
+    "card": PiiType.CREDIT_CARD, "acct": PiiType.ACCOUNT_NUMBER, "addr": PiiType.ADDRESS,
+}  # fmt: skip
 LOCALES: dict[RealSplit, tuple[str, ...]] = {
     "train": ("en_US", "en_GB", "en_CA", "en_AU", "en_IE", "de_DE", "fr_FR", "es_ES", "pt_BR", "pl_PL", "sv_SE"),
     "calibration": ("en_NZ", "en_IN", "it_IT", "nl_NL", "da_DK", "fi_FI", "cs_CZ", "hu_HU", "ro_RO"),
@@ -97,6 +112,30 @@ def _rows() -> tuple[dict, ...]:
     path = importlib.resources.files("vdbguard.data").joinpath("real_text.jsonl.gz")
     with gzip.open(path, "rt", encoding="utf-8") as fh:  # type: ignore[arg-type]
         return tuple(json.loads(line) for line in fh)
+
+
+@functools.cache
+def _register_rows(split: RealSplit) -> dict[PiiType | None, tuple[dict, ...]]:
+    """The split's register rows by the PII type of a slot they hold (``None``: no slot, a hard negative)."""
+    path = importlib.resources.files("vdbguard.data").joinpath("real_registers.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:  # type: ignore[arg-type]
+        rows = [row for line in fh if (row := json.loads(line))["source"] in REGISTER_SOURCES[split]]
+    by_type: dict[PiiType | None, list[dict]] = {}
+    for row in rows:
+        for pii_type in {SLOT_TYPES[kind] for _, kind in row["slots"]} or {None}:
+            by_type.setdefault(pii_type, []).append(row)
+    return {pii_type: tuple(found) for pii_type, found in by_type.items()}
+
+
+def _register_item(row: dict, s: SentenceState) -> LabelledText:
+    """The row's frame with a Faker value of each slot's kind in its slot."""
+    text, values = row["frame"], {}
+    for position, kind in reversed(row["slots"]):
+        value = _person(s, s.rng.choice(PERSON_KINDS)) if kind == "name" else render_pii(f"{kind}_v", "0", s)[0]
+        text = text[:position] + value + text[position:]
+        values.setdefault(SLOT_TYPES[kind], []).append(value)
+    pii = {pii_type: tuple(found) for pii_type, found in values.items()}
+    return LabelledText(text=text, pii=frozenset(pii), values=pii, source=f"real:{row['source']}")
 
 
 def _sources(split: RealSplit) -> frozenset[str]:
@@ -284,11 +323,17 @@ def real_corpus(n_pii: int, n_clean: int, seed: int, split: RealSplit = "train")
         return SentenceState(rng=rng, fake=fakers[locale], locale=locale, pii_keys=set())
 
     items: list[LabelledText] = []
+    registers = _register_rows(split)
     while len(items) < n_pii:
-        item = _pii_item(rng.choices(types, weights)[0], rng.choice(sentences), sentence_state(), split)
-        if item is not None:
+        pii_type = rng.choices(types, weights)[0]
+        if pii_type in registers and rng.random() < REGISTER_SHARE:
+            items.append(_register_item(rng.choice(registers[pii_type]), sentence_state()))
+        elif item := _pii_item(pii_type, rng.choice(sentences), sentence_state(), split):
             items.append(item)
     for _ in range(n_clean):
         s = sentence_state()
-        items.append(_clean_item(rng.choice(sentences), s, _Filler(rng, s, split)))
+        if rng.random() < REGISTER_SHARE:
+            items.append(_register_item(rng.choice(registers[None]), s))
+        else:
+            items.append(_clean_item(rng.choice(sentences), s, _Filler(rng, s, split)))
     return items

@@ -27,7 +27,7 @@ from vdbguard.records import VectorRecord
 from vdbguard.scan.engine import Scanner
 from vdbguard.scan.verdict import StackedVerdict
 
-VERSION = 2
+VERSION = 3
 
 
 def packaged_verdict(

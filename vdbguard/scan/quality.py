@@ -5,7 +5,8 @@ person vs records that name nobody, in text nobody on the project wrote and no m
 judged by their vectors alone, default settings. Measured per embedder and verdict mode: MiniLM for
 ``default``, ``any`` and ``owner``; ``store`` (the store's model cannot run here) with mpnet vectors standing in
 for the unknown model. All four with the detector's version 6, whose labels train the fused verdict and the owner's
-calibration. A report for any other pair says that nothing was measured.
+calibration, and attacks trained across registers (fortune cookies, numbers in running text, product lines). A
+report for any other pair says that nothing was measured.
 Update these numbers together with BENCHMARKS.md when the benchmark is re-run.
 """
 
@@ -19,14 +20,14 @@ MEASURED_ON = "2026-11-29"
 MINILM, STORE = "all-MiniLM-L6-v2", "store"
 _MEASURED: dict[tuple[str, str], tuple[tuple[str, float, float], ...]] = {
     # (embedder, mode): (source, recall, false-positive rate)
-    (MINILM, "default"): (("WordNet person glosses vs places and organisations", 0.4967, 0.0417),
-                ("fortune cookies attributed to a person vs naming nobody", 0.37, 0.085)),
-    (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.7433, 0.065),
-            ("fortune cookies attributed to a person vs naming nobody", 0.6867, 0.19)),
-    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.23, 0.065),
-              ("fortune cookies attributed to a person vs naming nobody", 0.3615, 0.0107)),
-    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.22, 0.02),
-                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.7371, 0.016)),
+    (MINILM, "default"): (("WordNet person glosses vs places and organisations", 0.51, 0.06),
+                ("fortune cookies attributed to a person vs naming nobody", 0.61, 0.0233)),
+    (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.745, 0.1133),
+            ("fortune cookies attributed to a person vs naming nobody", 0.84, 0.1167)),
+    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.25, 0.1),
+              ("fortune cookies attributed to a person vs naming nobody", 0.7019, 0.0312)),
+    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.205, 0.025),
+                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8125, 0.0052)),
 }  # fmt: skip
 
 

@@ -3,10 +3,9 @@ threshold".
 
 A small stacked model per PII type (logistic regression on each attack's score for that type, with a
 flag for "this attack said nothing") turns the scores into one probability per type. Each type gets
-its own cutoff, all at one tail rate of the clean records' out-of-fold probabilities, the largest rate
-at which the share of clean records flagged for any type stays within the stated false-positive rate:
-the budget is spent per record, and rare types are not drowned by common ones. Stored as plain
-numbers (JSON), never pickled.
+its own cutoff on the out-of-fold probabilities, chosen to flag the most records with PII while the share
+of clean records flagged for any type stays within the stated false-positive rate: the budget is spent per
+record, where it buys the most recall. Stored as plain numbers (JSON), never pickled.
 """
 
 from __future__ import annotations
@@ -78,7 +77,7 @@ class StackedVerdict:
         target_fpr: float,
         seed: int = 0,
     ) -> StackedVerdict:
-        """Fit one model per type with enough positives; choose the cutoff on out-of-fold probabilities."""
+        """Fit one model per type with enough positives; choose the cutoffs on out-of-fold probabilities."""
         pairs = {key for row in scores for key in row}
         clean = np.array([not label for label in labels])
         models: dict[str, TypeModel] = {}
@@ -104,8 +103,8 @@ class StackedVerdict:
             models[pii_type] = TypeModel(
                 attacks, mean.tolist(), scale.tolist(), model.coef_[0].tolist(), float(model.intercept_[0])
             )
-        clean_probabilities = np.stack(out_of_fold, axis=1)[clean] if out_of_fold else np.zeros((0, 0))
-        cutoffs = _cutoffs_for_record_fpr(clean_probabilities, target_fpr)
+        held_out = np.stack(out_of_fold, axis=1) if out_of_fold else np.zeros((len(labels), 0))
+        cutoffs = _allocate_cutoffs(held_out, clean, target_fpr)
         return cls(models, dict(zip(models, cutoffs, strict=True)), target_fpr)
 
     def probabilities(self, scores: Sequence[Mapping[ScoreKey, float]]) -> dict[str, np.ndarray]:
@@ -124,20 +123,29 @@ class StackedVerdict:
         return cls(models, {t: float(c) for t, c in data["cutoffs"].items()}, float(data["target_fpr"]))
 
 
-def _cutoff_at_rate(clean: np.ndarray, rate: float) -> float:
-    """The lowest cutoff that at most ``rate`` of these clean probabilities reach."""
-    ranked = np.sort(clean)[::-1]
-    allowed = int(rate * len(ranked))
-    return 1.0 if allowed >= len(ranked) else float(np.nextafter(ranked[allowed], np.inf))
-
-
-def _cutoffs_for_record_fpr(clean: np.ndarray, target_fpr: float) -> list[float]:
-    """Per type (column), cutoffs at the largest common tail rate whose union stays within ``target_fpr``."""
-    n, types = clean.shape
-    best = [_cutoff_at_rate(clean[:, j], 0.0) for j in range(types)]
-    for allowed in range(1, n):
-        cutoffs = [_cutoff_at_rate(clean[:, j], allowed / n) for j in range(types)]
-        if (clean >= np.array(cutoffs)).any(axis=1).mean() > target_fpr:
-            break
-        best = cutoffs
-    return best
+def _allocate_cutoffs(held: np.ndarray, clean: np.ndarray, target_fpr: float) -> list[float]:
+    """Per type (column), cutoffs that flag the most records with PII while at most ``target_fpr`` of the clean
+    records are flagged for any type. Greedy: each step lowers the one type's cutoff that buys the most newly
+    flagged PII records per newly flagged clean one."""
+    allowed = int(target_fpr * clean.sum())
+    ranked = [np.unique(held[clean, j])[::-1] for j in range(held.shape[1])]  # distinct clean values, highest first
+    cutoffs = np.array([np.nextafter(r[0], np.inf) if len(r) else 1.0 for r in ranked])
+    while True:
+        flagged = (held >= cutoffs).any(axis=1)
+        room = allowed - (flagged & clean).sum()
+        best: tuple[float, int, float] | None = None
+        for j, values in enumerate(ranked):
+            candidates = values[values < cutoffs[j]]
+            if not len(candidates):
+                continue
+            free = ~flagged
+            order = np.argsort(-held[free, j], kind="stable")
+            reached = np.searchsorted(-held[free, j][order], -candidates, side="right")  # records at or above each
+            gain = np.concatenate([[0], np.cumsum(~clean[free][order])])[reached]
+            cost = np.concatenate([[0], np.cumsum(clean[free][order])])[reached]
+            ratio = np.where((gain > 0) & (cost <= room), gain / np.maximum(cost, 1e-9), 0.0)
+            if ratio.max() > 0 and (best is None or ratio.max() > best[0]):
+                best = (float(ratio.max()), j, float(candidates[int(ratio.argmax())]))
+        if best is None:
+            return cutoffs.tolist()
+        cutoffs[best[1]] = best[2]
