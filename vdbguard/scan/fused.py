@@ -1,10 +1,10 @@
 """The default verdict: one stacked model over every attack, fitted on real text the attacks never saw.
 
 Without owner-side calibration the scan still decides each PII type once per record. The attacks score
-the calibration split of :mod:`vdbguard.corpus.real` (other packages' prose, other Faker locales than
-training) and template sentences from another seed, by the vectors alone, and
-:class:`~vdbguard.scan.verdict.StackedVerdict` is fitted on those scores with cutoffs at the stated
-false-positive rate. Cached beside the trained attacks.
+the calibration split of :mod:`vdbguard.corpus.real` (other packages' prose, the Jargon File and IEEE
+registrations, other Faker locales than training) and template sentences from another seed, by the vectors
+alone, and :class:`~vdbguard.scan.verdict.StackedVerdict` is fitted on those scores with cutoffs at the
+stated false-positive rate. Cached beside the trained attacks.
 """
 
 from __future__ import annotations
