@@ -107,7 +107,7 @@ def test_the_shipped_text_names_nobody() -> None:
     assert credits and all("{name}" in text for text in credits)
 
 
-def test_the_shipped_registers_name_nobody_and_hold_no_evaluation_source() -> None:
+def test_the_shipped_registers_cut_out_every_labelled_value() -> None:
     """Every labelled value, the names attribution lines credit included, is cut out to a slot."""
     path = importlib.resources.files("vdbguard.data").joinpath("real_registers.jsonl.gz")
     with gzip.open(path, "rt", encoding="utf-8") as handle:  # type: ignore[arg-type]
