@@ -41,7 +41,7 @@ from pathlib import Path
 from common import bench_parser
 from vdbguard.connectors.chroma import ChromaConnector
 
-from vdbguard.corpus import looks_like_person_name
+from vdbguard.corpus import looks_like_person_name, mid_sentence_capitals
 from vdbguard.embedders import Embedder
 from vdbguard.records import VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
@@ -53,8 +53,6 @@ ATTRIBUTION = re.compile(r"^\s+(?:--|-)\s*(.+?)\s*$")
 PERSON_NAME = re.compile(
     r"^(?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.)(?: (?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.|van|von|de|da|di|le)){1,3}$"
 )
-CAPITALISED = re.compile(r"(?<![.!?])\s[\"'(\[*]*([A-Z][\w'-]*)")  # a capital not opening a sentence
-I_WORDS = {"I", "I'm", "I've", "I'll", "I'd"}
 
 
 def unpack(cache: Path) -> Path:
@@ -124,7 +122,7 @@ def fortunes(root: Path) -> tuple[list[str], list[str]]:
                 name = re.split(r",|\(| in | on ", match.group(1))[0].strip().strip('"')
                 if PERSON_NAME.match(name):
                     attributed.append(f"{body} -- {name}")
-            elif all(m.group(1) in I_WORDS for m in CAPITALISED.finditer(body)) and not looks_like_person_name(body):
+            elif not mid_sentence_capitals(body) and not looks_like_person_name(body):
                 clean.append(body)
     return attributed, clean
 

@@ -23,12 +23,11 @@ from __future__ import annotations
 import gzip
 import json
 import random
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from vdbguard.corpus import looks_like_person_name
+from vdbguard.corpus import looks_like_person_name, mid_sentence_capitals
 
 OUT = Path(__file__).resolve().parent.parent / "vdbguard" / "data" / "real_registers.jsonl.gz"
 SLOT_KINDS = {
@@ -36,18 +35,13 @@ SLOT_KINDS = {
     "ACCOUNT_NUMBER": "acct", "ADDRESS": "addr",
 }  # fmt: skip
 PER_REGISTER = 1500
-CAPITALISED = re.compile(r"(?<![.!?])\s[\"'(\[]*([A-Z][\w'-]*)")  # a capital not opening a sentence
-I_WORDS = {"I", "I'm", "I've", "I'll", "I'd"}
 
 
 def stray_capital(example: dict) -> bool:
     """A capitalised word past a sentence's first that no labelled value or mention covers: maybe a name
     ("Others include Carol ..."), so the line is no safe negative."""
     covered = [(s["start"], s["end"]) for s in (*example["spans"], *example["mentions"])]
-    for match in CAPITALISED.finditer(example["text"]):
-        if match.group(1) not in I_WORDS and not any(a <= match.start(1) < b for a, b in covered):
-            return True
-    return False
+    return any(not any(a <= at < b for a, b in covered) for at, _ in mid_sentence_capitals(example["text"]))
 
 
 def as_frame(example: dict) -> dict | None:

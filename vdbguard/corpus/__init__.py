@@ -25,7 +25,7 @@ from vdbguard.corpus.labelled import DEFAULT_LOCALES, LabelledText, corpus_hash
 if TYPE_CHECKING:
     from vdbguard.corpus.build import build_corpus
     from vdbguard.corpus.generator import synthetic_clean, synthetic_pii
-    from vdbguard.corpus.human import human_sentences, looks_like_person_name
+    from vdbguard.corpus.human import human_sentences, looks_like_person_name, mid_sentence_capitals
     from vdbguard.corpus.templates import TEMPLATES
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "corpus_hash",
     "human_sentences",
     "looks_like_person_name",
+    "mid_sentence_capitals",
     "synthetic_clean",
     "synthetic_pii",
 ]
@@ -45,6 +46,7 @@ _LAZY: dict[str, str] = {
     "build_corpus": "build",
     "human_sentences": "human",
     "looks_like_person_name": "human",
+    "mid_sentence_capitals": "human",
     "synthetic_clean": "generator",
     "synthetic_pii": "generator",
 }

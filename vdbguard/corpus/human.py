@@ -54,6 +54,16 @@ def faker_name_lists() -> tuple[frozenset[str], frozenset[str]]:
     return faker_first_names(("en_US",)), frozenset(Provider.last_names)
 
 
+_MID_SENTENCE_CAPITAL = re.compile(r"(?<![.!?])\s[\"'(\[*]*([A-Z][\w'-]*)")
+_I_WORDS = frozenset({"I", "I'm", "I've", "I'll", "I'd"})
+
+
+def mid_sentence_capitals(text: str) -> list[tuple[int, str]]:
+    """Each capitalised word that opens no sentence, bar "I", with its offset: where a name can hide in a line
+    that is meant to name nobody ("Joe's sister", "Others include Carol")."""
+    return [(m.start(1), m.group(1)) for m in _MID_SENTENCE_CAPITAL.finditer(text) if m.group(1) not in _I_WORDS]
+
+
 def looks_like_person_name(text: str) -> bool:
     """True if ``text`` holds a capitalised "First Last" (optionally "First X. Last") pair from Faker's
     en_US first/last name lists: the cheap test used to keep fictional names out of clean text."""

@@ -108,8 +108,9 @@ _CAPITALISED = re.compile(r"(?<=\s)([A-Z][A-Za-z0-9+]*[a-z0-9+][A-Za-z0-9+]*)\b"
 
 
 @functools.cache
-def _rows() -> tuple[dict, ...]:
-    path = importlib.resources.files("vdbguard.data").joinpath("real_text.jsonl.gz")
+def _rows(name: str = "real_text.jsonl.gz") -> tuple[dict, ...]:
+    """The lines of a packaged ``.jsonl.gz``, read once."""
+    path = importlib.resources.files("vdbguard.data").joinpath(name)
     with gzip.open(path, "rt", encoding="utf-8") as fh:  # type: ignore[arg-type]
         return tuple(json.loads(line) for line in fh)
 
@@ -117,11 +118,8 @@ def _rows() -> tuple[dict, ...]:
 @functools.cache
 def _register_rows(split: RealSplit) -> dict[PiiType | None, tuple[dict, ...]]:
     """The split's register rows by the PII type of a slot they hold (``None``: no slot, a hard negative)."""
-    path = importlib.resources.files("vdbguard.data").joinpath("real_registers.jsonl.gz")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:  # type: ignore[arg-type]
-        rows = [row for line in fh if (row := json.loads(line))["source"] in REGISTER_SOURCES[split]]
     by_type: dict[PiiType | None, list[dict]] = {}
-    for row in rows:
+    for row in (r for r in _rows("real_registers.jsonl.gz") if r["source"] in REGISTER_SOURCES[split]):
         for pii_type in {SLOT_TYPES[kind] for _, kind in row["slots"]} or {None}:
             by_type.setdefault(pii_type, []).append(row)
     return {pii_type: tuple(found) for pii_type, found in by_type.items()}

@@ -134,11 +134,11 @@ def _allocate_cutoffs(held: np.ndarray, clean: np.ndarray, target_fpr: float) ->
         flagged = (held >= cutoffs).any(axis=1)
         room = allowed - (flagged & clean).sum()
         best: tuple[float, int, float] | None = None
+        free = ~flagged
         for j, values in enumerate(ranked):
             candidates = values[values < cutoffs[j]]
             if not len(candidates):
                 continue
-            free = ~flagged
             order = np.argsort(-held[free, j], kind="stable")
             reached = np.searchsorted(-held[free, j][order], -candidates, side="right")  # records at or above each
             gain = np.concatenate([[0], np.cumsum(~clean[free][order])])[reached]
