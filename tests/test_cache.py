@@ -63,3 +63,45 @@ def test_scratch_folders_of_gone_processes_are_deleted_and_no_others(tmp_path: P
     assert live.path.exists()
     live.drop()
     assert not live.path.exists()
+
+
+STALE = "the first-run cache is stale: run scripts/build_first_run_cache.py and commit vdbguard/data"
+
+
+def test_a_first_run_computes_nothing_the_package_ships_and_what_ships_is_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new machine's first scan reads the corpus hashes, word lists and embedder identity that vdbguard ships
+    instead of building corpora and loading the model before its first page; each shipped value is what computing
+    it gives."""
+    import importlib.util
+    import json
+
+    from vdbguard.attacks.training import PROFILES, training_digest
+    from vdbguard.corpus.human import _read_human_lines
+    from vdbguard.corpus.labelled import corpus_hash
+    from vdbguard.data import first_run_cache
+    from vdbguard.embedders import Embedder
+    from vdbguard.embedders.loading import same_probe_embeddings
+
+    script = Path(__file__).parents[1] / "scripts" / "build_first_run_cache.py"
+    spec = importlib.util.spec_from_file_location("build_first_run_cache", script)
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    monkeypatch.setenv("VDBGUARD_CACHE_DIR", str(tmp_path))
+    shipped = first_run_cache()
+    build.first_run()
+    made = {p.relative_to(tmp_path).as_posix(): p for p in tmp_path.rglob("*.json")}
+    portable = {name for name in made if not name.startswith(build.MACHINE_SPECIFIC)}
+    assert portable <= set(shipped), (STALE, sorted(portable - set(shipped)))
+    assert all(json.loads(made[name].read_text()) == shipped[name] for name in portable)
+
+    assert training_digest("small") == corpus_hash(PROFILES["small"].corpus()), STALE
+    assert shipped[next(name for name in shipped if name.startswith("corpus/human-lines-"))] == list(
+        _read_human_lines()
+    ), STALE
+    embedder = Embedder()
+    assert "model" not in vars(embedder) and embedder.dimension == 384, "known without loading the model"
+    measured = embedder.measured_identity()
+    assert same_probe_embeddings(embedder.probe_embeddings, measured["probes"]), STALE

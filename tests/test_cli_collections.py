@@ -136,3 +136,33 @@ def test_a_job_files_globs_scan_what_they_match_into_the_stores_folder(
     assert folders == ["notes_hr", "notes_public", "tickets"]
     rows = json.loads((tmp_path / "reports" / JSON_FILE).read_text())["collections"]
     assert {(row["store"], row["collection"]) for row in rows} == {("office", name) for name in COLLECTIONS}
+
+
+def test_one_collection_that_fails_stops_no_other_and_is_named_in_the_summary(
+    embedder, small_attacks, tmp_path: Path
+) -> None:
+    """A collection another model made (128-d vectors, not MiniLM's 384) cannot be scanned with --embedder's model:
+    the scan of every collection goes on, writes the summary, names the failure in it and exits 2."""
+    import numpy as np
+    from vdbguard.connectors.chroma import ChromaConnector
+
+    store = tmp_path / "store"
+    other_model = np.random.default_rng(0).normal(size=(len(CLEAN_TEXTS), 128))
+    for name, rows in {"a_other_model": other_model, "b_office": embedder.encode(CLEAN_TEXTS)}.items():
+        pairs = enumerate(zip(CLEAN_TEXTS, rows, strict=True))
+        records = [VectorRecord(id=f"{name}-{i}", vector=vector, text=text) for i, (text, vector) in pairs]
+        with ChromaConnector(collection=name, path=store, create=True) as connector:
+            connector.upsert(records)
+    code, output, stdout = scan(store, "*", tmp_path / "out", "--json", "--fail-on", "never")
+    assert code == 2, output
+    assert "a_other_model: the collection stores 128-d vectors" in " ".join(output.split())
+    assert report_in(tmp_path / "out" / "b_office").summary.records_scanned == len(CLEAN_TEXTS), "scanned after it"
+    summary = json.loads((tmp_path / "out" / JSON_FILE).read_text())
+    assert [row["collection"] for row in summary["collections"]] == ["b_office"]
+    (failed,) = summary["failed"]
+    assert failed["collection"] == "a_other_model" and "128-d" in failed["error"] and failed["hint"]
+    assert summary["totals"]["collections_failed"] == 1
+    assert "a_other_model" in (tmp_path / "out" / MARKDOWN_FILE).read_text()
+    (line,) = stdout.splitlines()
+    document = json.loads(line)
+    assert document["exit_code"] == 2 and [f["collection"] for f in document["failed_collections"]] == ["a_other_model"]

@@ -1,7 +1,10 @@
 """Locations go into reports and logs: credentials must not."""
 
+import time
+
 import pytest
 
+from vdbguard import credentials
 from vdbguard.credentials import (
     credential_query_parameters,
     redact_location,
@@ -9,6 +12,7 @@ from vdbguard.credentials import (
     redact_userinfo,
     remember_settings,
     safe_text,
+    scrub,
     scrub_known,
     split_userinfo,
     strip_userinfo,
@@ -84,3 +88,62 @@ def test_a_remembered_secret_is_masked_in_any_text_in_any_form(monkeypatch: pyte
         assert secret not in shown, shown
     assert "bad port" in shown and "host" in shown
     assert scrub_known("a b c") == "a b c", "short secrets are not masked everywhere"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('{"password": "x", "user": "app"}', '{"password": ***, "user": "app"}'),
+        ("{'api_key': 'ab', 'timeout': 5}", "{'api_key': ***, 'timeout': 5}"),
+        ('body {\\"password\\": \\"x\\"}', 'body {\\"password\\": ***}'),
+        ("--option password=x --collection c", "--option password=*** --collection c"),
+        ("host=db password=x user=app", "host=db password=*** user=app"),
+        ("PGPASSWORD=x psql -h db", "PGPASSWORD=*** psql -h db"),
+        ("GET /v1/search?access_token=ab failed", "GET /v1/search?access_token=*** failed"),
+        ("https://db:8000/v1?region=eu&token=ab", "https://db:8000/v1?region=eu&token=***"),
+        ("HTTP 401, Authorization: Bearer ab", "HTTP 401, Authorization: ***"),
+        ("connecting as app:x@db.example.com:5432", "connecting as app:***@db.example.com:5432"),
+        ("failed for 'app:x@db:5432'", "failed for 'app:***@db:5432'"),
+        ("http://app:x@db:8000", "http://***@db:8000"),
+    ],
+)
+def test_a_short_password_is_masked_where_it_stands_as_a_credential(text: str, shown: str) -> None:
+    """One or two characters are masked by where they stand, known or not: a field's value, a URL's userinfo."""
+    assert redact_userinfo(text) == shown
+
+
+def test_words_that_only_look_like_credential_fields_are_kept() -> None:
+    text = "author: Ada, max_tokens=5, tokenizer: bert, at 12:30 see http://db:8000/v1 or ada@example.com"
+    assert redact_userinfo(text) == text
+
+
+def test_a_remembered_short_secret_is_masked_in_place_and_nowhere_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client library may quote a short password or header value anywhere: in a credential's place it is
+    masked in every form, as a word of the message it is not."""
+    monkeypatch.setattr(credentials, "_known", set())
+    monkeypatch.setattr(credentials, "_known_short", set())
+    remember_settings({"url": "http://app:q@@db:5432", "headers": {"X-Custom": "Zz"}})
+    for message in (
+        "OperationalError: connection to app:q@@db:5432 refused",
+        "OperationalError: connection to app:q%40@db:5432 refused",
+        "connect() got {'user': 'app', 'pw': 'q@'} and {'X-Custom': 'Zz'}",
+        'request headers {"X-Custom": "Zz"}',
+        "sent X-Custom=Zz&x=1",
+    ):
+        shown = scrub_known(message)
+        assert "q@" not in shown and "q%40" not in shown and "Zz" not in shown, shown
+        assert safe_text(message) == redact_userinfo(shown)
+    assert scrub_known("Zzz: q@ or Zz and q@b.c") == "Zzz: q@ or Zz and q@b.c"
+
+
+def test_a_short_given_secret_is_masked_in_place_below_shortest() -> None:
+    text = "about: 'ab', app:ab@host, key=ab; abc"
+    assert scrub(text, ["ab"], shortest=4) == "about: '***', app:***@host, key=***; abc"
+    assert scrub(text, ["ab"], shortest=1) == "***out: '***', app:***@host, key=***; ***c"
+
+
+def test_redaction_takes_linear_time_on_long_words() -> None:
+    start = time.perf_counter()
+    for text in ("password" * 10_000, "a:" * 10_000, "x@" * 10_000):
+        assert redact_userinfo(text)
+    assert time.perf_counter() - start < 3, "a long word in a log line cannot stall the run"

@@ -13,7 +13,7 @@ from vdbguard.connectors.qdrant import QdrantConnector
 
 from tests.helpers import Offset, Rotation, make_chroma_store, make_records
 from vdbguard.errors import VdbguardError
-from vdbguard.protect import ProtectResult, protect_collection
+from vdbguard.protect import MARK_KEY, ProtectResult, protect_collection
 from vdbguard.records import VectorRecord
 from vdbguard.transforms.base import Transform
 
@@ -62,6 +62,15 @@ def read_all(connector: Any) -> dict[str, VectorRecord]:
         return {r.id: r for batch in connector.iter_batches(batch_size=100) for r in batch.records}
 
 
+def marked_by(record: VectorRecord) -> list[str]:
+    """The transforms a record's protection mark names, oldest first."""
+    return [mark["transform"] for mark in json.loads(record.payload.get(MARK_KEY, "[]"))]
+
+
+def without_mark(record: VectorRecord) -> dict[str, Any]:
+    return {key: value for key, value in record.payload.items() if key != MARK_KEY}
+
+
 def make_qdrant_store(path: Path, collection: str, n: int, dim: int, seed: int) -> list[VectorRecord]:
     """An l2 collection (cosine ones are normalised on write, which would blur the checks)."""
     records = make_records(n, dim, seed)
@@ -106,7 +115,8 @@ def test_chroma_to_chroma_copies_every_record_through_the_transform(tmp_path: Pa
     for record in source_records:
         got = copied[record.id]
         np.testing.assert_allclose(got.vector, record.vector + 0.5, atol=1e-6)
-        assert got.payload == record.payload and got.text == record.text
+        assert without_mark(got) == record.payload and got.text == record.text
+        assert marked_by(got) == ["offset"]  # what stops a later run applying offset to it again
     untouched = read_all(ChromaConnector(collection="notes", path=tmp_path / "src"))
     np.testing.assert_allclose(untouched[source_records[0].id].vector, source_records[0].vector, atol=1e-6)
 
@@ -130,7 +140,7 @@ def test_qdrant_to_qdrant_fits_first_and_takes_the_output_dimension(tmp_path: Pa
     for record in source_records:
         expected = transform.apply(record.vector[None])[0]
         np.testing.assert_allclose(copied[record.id].vector, expected, atol=1e-5)
-        assert copied[record.id].payload == {**record.payload, "text": record.text}
+        assert without_mark(copied[record.id]) == {**record.payload, "text": record.text}
 
 
 def test_qdrant_named_vectors_and_records_without_a_vector(tmp_path: Path) -> None:
@@ -231,6 +241,109 @@ def test_in_place_on_chroma_transforms_each_record_once(tmp_path: Path) -> None:
     rewritten = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
     for record in source_records:
         np.testing.assert_allclose(rewritten[record.id].vector, record.vector + 1.0, atol=1e-6)
+
+
+def in_place(path: Path, transform: Transform, collection: str = "notes", **options: Any) -> ProtectResult:
+    """``transform`` over Chroma ``path/collection`` in place, 20 records a batch (``connector``: another one)."""
+    connector = options.pop("connector", None) or ChromaConnector(collection=collection, path=path)
+    with connector:
+        return protect_collection(connector, connector, transform, batch_size=20, in_place=True, **options)
+
+
+def test_in_place_killed_between_a_write_and_its_state_applies_the_transform_once(tmp_path: Path) -> None:
+    """The batch written but not yet in the state is read again on resume: its records carry the mark, so they
+    are left as they are instead of taking the offset (or noise) a second time; a rerun then changes nothing."""
+    records = make_chroma_store(tmp_path / "store", "notes", 70, 6, seed=11)
+    state = tmp_path / "protect.json"
+    crashing = CrashAfterUpserts(3, collection="notes", path=tmp_path / "store")
+    with pytest.raises(KeyboardInterrupt):
+        in_place(tmp_path / "store", Offset(1.0), connector=crashing, state_path=state)
+    assert json.loads(state.read_text())["copied"] == 40  # the third batch was written, not recorded
+    result = in_place(tmp_path / "store", Offset(1.0), state_path=state)
+    assert (result.copied, result.already_protected, result.skipped, result.resumed) == (50, 20, 0, True)
+    stored = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
+    for record in records:  # each offset exactly once
+        np.testing.assert_allclose(stored[record.id].vector, record.vector + 1.0, atol=1e-6)
+        assert marked_by(stored[record.id]) == ["offset"] and without_mark(stored[record.id]) == record.payload
+
+    again = in_place(tmp_path / "store", Offset(1.0), state_path=state)
+    assert again.done_before and "finished before" in again.summary("offset", "notes")
+    lost_state = in_place(tmp_path / "store", Offset(1.0))  # the state deleted, or a scheduled job run twice
+    assert (lost_state.copied, lost_state.already_protected) == (0, 70)
+    assert "70 records already carried its mark" in lost_state.summary("offset", "notes")
+    after = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
+    for record in records:
+        np.testing.assert_array_equal(after[record.id].vector, stored[record.id].vector)
+        assert after[record.id].payload == stored[record.id].payload
+
+
+def test_in_place_over_records_another_transform_marked_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    records = make_chroma_store(tmp_path / "store", "notes", 50, 6, seed=12)
+    crashing = CrashAfterUpserts(1, collection="notes", path=tmp_path / "store")
+    with pytest.raises(KeyboardInterrupt):  # 20 records hold offset 1, the rest nothing yet, and no state
+        in_place(tmp_path / "store", Offset(1.0), connector=crashing)
+    before = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
+    with pytest.raises(VdbguardError, match=rf"field 'payload.{MARK_KEY}' says offset with other settings") as refused:
+        in_place(tmp_path / "store", Offset(2.0))
+    assert "(and 19 more records)" in str(refused.value) and "new collection" in (refused.value.hint or "")
+    after = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
+    for record in records:  # nothing written: not even the records no transform had marked
+        np.testing.assert_array_equal(after[record.id].vector, before[record.id].vector)
+    result = in_place(tmp_path / "store", Offset(1.0))  # the transform that made the mark finishes the job
+    assert (result.copied, result.already_protected) == (30, 20)
+    done = read_all(ChromaConnector(collection="notes", path=tmp_path / "store"))
+    for record in records:
+        np.testing.assert_allclose(done[record.id].vector, record.vector + 1.0, atol=1e-6)
+
+    with ChromaConnector(collection="notes", path=tmp_path / "store") as store:  # a mark vdbguard did not write
+        store.upsert([VectorRecord(records[0].id, records[0].vector, payload={MARK_KEY: "yes"}, text="x")])
+    with pytest.raises(VdbguardError, match=rf"record '{records[0].id}': field 'payload.{MARK_KEY}' is not a"):
+        in_place(tmp_path / "store", Offset(1.0))
+
+
+def test_a_copy_marks_what_it_writes_takes_what_its_transform_marked_as_it_is_and_layers_others(
+    tmp_path: Path,
+) -> None:
+    records = make_chroma_store(tmp_path / "src", "notes", 30, 6, seed=13)
+    assert copy_notes(tmp_path).copied == 30  # dst/notes-protected: offset 0.5, marked
+
+    def copy(collection: str, transform: Transform, into: str) -> ProtectResult:
+        with (
+            ChromaConnector(collection=collection, path=tmp_path / "dst") as source,
+            ChromaConnector(collection=into, path=tmp_path / "dst", create=True) as target,
+        ):
+            return protect_collection(source, target, transform, batch_size=20)
+
+    again = copy("notes-protected", Offset(0.5), "twice")  # the copy copied again through the same transform
+    assert (again.copied, again.already_protected) == (0, 30)
+    layered = copy("notes-protected", Offset(2.0), "layered")  # another setting: a second protection, named too
+    assert (layered.copied, layered.already_protected) == (30, 0)
+    twice, both = (read_all(ChromaConnector(collection=c, path=tmp_path / "dst")) for c in ("twice", "layered"))
+    for record in records:
+        np.testing.assert_allclose(twice[record.id].vector, record.vector + 0.5, atol=1e-6)
+        np.testing.assert_allclose(both[record.id].vector, record.vector + 2.5, atol=1e-6)
+        assert marked_by(both[record.id]) == ["offset", "offset"] and without_mark(both[record.id]) == record.payload
+    assert in_place(tmp_path / "dst", Offset(0.5), "layered").already_protected == 30  # one of its layers
+    with pytest.raises(VdbguardError, match="says offset\\+offset protected it already"):
+        in_place(tmp_path / "dst", Offset(3.0), "layered")
+
+
+def test_in_place_on_a_table_with_nowhere_to_keep_the_mark_is_refused(tmp_path: Path) -> None:
+    import lancedb
+    from vdbguard.connectors.lancedb import LanceDBConnector
+
+    vectors = np.random.default_rng(14).standard_normal((5, 4)).astype(np.float32)
+    rows = [{"id": f"r{i}", "vector": v.tolist(), "text": f"note {i}", "n": i} for i, v in enumerate(vectors)]
+    lancedb.connect(str(tmp_path / "lance")).create_table("plain", data=rows)  # columns only, no payload column
+    with (
+        LanceDBConnector(collection="plain", path=tmp_path / "lance") as table,
+        pytest.raises(VdbguardError, match="nowhere to keep it") as refused,
+    ):
+        protect_collection(table, table, Offset(1.0), in_place=True)
+    assert f"column named {MARK_KEY}" in (refused.value.hint or "")
+    stored = read_all(LanceDBConnector(collection="plain", path=tmp_path / "lance"))
+    for i, vector in enumerate(vectors):
+        np.testing.assert_array_equal(stored[f"r{i}"].vector, vector)
 
 
 def test_resume_refuses_to_replay_seeded_noise(tmp_path: Path) -> None:
@@ -367,6 +480,11 @@ def test_redaction_of_an_existing_collection_re_embeds_each_redacted_text_and_re
         assert again.resumed and again.copied == 5
         with pytest.raises(VdbguardError, match="needs the collection's embedding model"):
             protect_collection(source, target, redaction)
+    with ChromaConnector(collection="safe", path=path) as safe:  # in place over the copy: redacted once is enough
+        twice = protect_collection(
+            safe, safe, redaction, in_place=True, embed=embedder.encode, embedder_name=embedder.name
+        )
+    assert (twice.copied, twice.already_protected) == (0, 5)
     for mode, expect in (("keep", NAMED[0]), ("drop", None)):
         with (
             ChromaConnector(collection="tickets", path=path) as source,
@@ -408,3 +526,60 @@ def test_the_cli_redacts_an_existing_collection_and_keeps_its_text_when_told(emb
     assert result.exit_code == 0, result.output
     with ChromaConnector(collection="safe", path=path) as safe, ChromaConnector(collection="kept", path=path) as kept:
         assert "Whitfield" not in (read_all(safe)["r0"].text or "") and read_all(kept)["r0"].text == NAMED[0]
+
+
+def test_a_text_redaction_leaves_as_it_was_keeps_its_vector_only_where_the_model_makes_it(
+    embedder, tmp_path: Path
+) -> None:
+    """Re-embedding a text redaction did not change gives back its stored vector when the collection's vectors are
+    the model's own: those are kept as stored. Vectors another model made are all embedded again (one space)."""
+    from vdbguard.transforms.redaction import TextRedaction
+
+    redaction = TextRedaction()
+    changed = [redacted != text for text, redacted in zip(NAMED, redaction.transform_texts(NAMED), strict=True)]
+    assert any(changed) and not all(changed)
+    other_model = np.random.default_rng(3).normal(size=(len(NAMED), 384)).astype(np.float32)
+    for name, vectors in (("own", embedder.encode(NAMED)), ("other", other_model)):
+        path = tmp_path / name
+        rows = enumerate(zip(NAMED, vectors, strict=True))
+        with ChromaConnector(collection="tickets", path=path, create=True) as store:
+            store.upsert([VectorRecord(f"r{i}", vector, text=text) for i, (text, vector) in rows])
+        with (
+            ChromaConnector(collection="tickets", path=path) as source,
+            ChromaConnector(collection="safe", path=path, create=True) as target,
+        ):
+            protect_collection(source, target, redaction, embed=embedder.encode, embedder_name=embedder.name)
+        with ChromaConnector(collection="safe", path=path) as copy:
+            copied = read_all(copy)
+        for i in range(len(NAMED)):
+            vector = copied[f"r{i}"].vector
+            if name == "own" and not changed[i]:
+                assert np.array_equal(vector, vectors[i]), "kept as stored"
+            else:
+                np.testing.assert_allclose(vector, embedder.encode([copied[f"r{i}"].text])[0], atol=1e-5)
+
+
+def test_protect_scans_before_and_after_and_exits_as_fail_on_says(embedder, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vdbguard.cli import main
+    from vdbguard.cli.common import exit_code
+    from vdbguard.reports.schema import Report
+
+    path = tmp_path / "store"
+    with ChromaConnector(collection="tickets", path=path, create=True) as store:
+        vectors = embedder.encode(NAMED)
+        store.upsert([VectorRecord(f"r{i}", v, text=t) for i, (t, v) in enumerate(zip(NAMED, vectors, strict=True))])
+    base = ["protect", "--connector", "chroma", "--path", str(path), "--collection", "tickets", "--transform"]
+    for fail_on in ("critical", "low"):
+        out = tmp_path / fail_on
+        arguments = [*base, "redact", "--to-collection", f"safe_{fail_on}", "--out", str(out), "--fail-on", fail_on]
+        result = CliRunner().invoke(main, arguments)
+        after = Report.model_validate_json((out / "after" / "report.json").read_text())
+        before = Report.model_validate_json((out / "before" / "report.json").read_text())
+        assert result.exit_code == exit_code(after, fail_on), result.output
+        assert before.summary.records_scanned == after.summary.records_scanned == len(NAMED)
+        assert "records flagged before and after protection" in result.output and "strength 0.4" in result.output
+    assert "stored_text: PERSON" in result.output, "each kind and type before and after"
+    gaussian = CliRunner().invoke(main, [*base, "gaussian", "--to-collection", "noisy", "--no-scan"])
+    assert gaussian.exit_code == 0 and "strength 0.05" in gaussian.output, "each transform's own default strength"

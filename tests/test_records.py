@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vdbguard.records import Batch, Columns, VectorRecord, row_digest
+from vdbguard.records import PROTECTION_MARK_KEY, Batch, Columns, VectorRecord, row_digest
 
 
 def columns(n: int, built: list[int]) -> Columns:
@@ -63,3 +63,11 @@ def test_a_columnar_page_hands_out_its_source_texts_building_a_record_only_where
     plain = Batch(None, None, Columns(["x"], matrix[:1], np.ones(1, bool), [b'{"doc": 1}'], [None], record))
     assert plain.source_texts() == [None] and built == [1, 2]
     assert Batch([VectorRecord("r", matrix[0], {"body": "hello"})], None).source_texts() == ["hello"]
+
+
+def test_the_protection_mark_is_neither_stored_text_nor_a_source_text() -> None:
+    """protect's mark is vdbguard's bookkeeping: the stored-text checks (and so the reports) never read it."""
+    mark = '[{"transform":"gaussian","digest":"e33efdf1c1045d0e"}]'
+    record = VectorRecord("r", np.ones(3, np.float32), {"author": "Ana Souza", PROTECTION_MARK_KEY: mark}, "a note")
+    assert record.stored_texts() == [("document", "a note"), ("payload.author", "Ana Souza")]
+    assert VectorRecord("r", None, {PROTECTION_MARK_KEY: mark}).source_text is None

@@ -71,13 +71,23 @@ def write_json_atomic(path: Path, data: Any, **dump_options: Any) -> None:
 
 
 def cached_json(path: Path, compute: Callable[[], T]) -> T:
-    """The JSON value kept at ``path``, or ``compute()`` written there atomically (for the next process)."""
+    """The JSON value kept at ``path``, or ``compute()`` written there atomically (for the next process). An entry
+    of the user's cache that vdbguard ships (``vdbguard.data.FIRST_RUN_CACHE``) is taken from there instead."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        value = compute()
+        value = _shipped(path)
+        if value is None:
+            value = compute()
     write_json_atomic(path, value)
     return value
+
+
+def _shipped(path: Path) -> Any:
+    from vdbguard.data import first_run_cache
+
+    root = cache_root()
+    return first_run_cache().get(path.relative_to(root).as_posix()) if path.is_relative_to(root) else None
 
 
 def _host_tag() -> str:

@@ -15,11 +15,26 @@ from collections.abc import Mapping
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from vdbguard.credentials import SECRET_NAME, credential_query_parameters, remember_settings, split_userinfo
+from vdbguard.credentials import (
+    SECRET_NAME,
+    credential_query_parameters,
+    remember_secret,
+    remember_settings,
+    split_userinfo,
+)
 from vdbguard.errors import VdbguardError
 from vdbguard.identifiers import DetectorSettings, IdentifierTables
 from vdbguard.pii import AnyPiiType, PiiType, pii_type_of
@@ -31,7 +46,42 @@ _ENVIRONMENT_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown settings are errors; an error never quotes what was written, which may be a secret."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+def _secret_kind(value: str) -> str | None:
+    """What detect-secrets takes ``value`` for when a file quotes it, if a credential. Its keyword plugin is left
+    out: it flags whatever ``api_key = "..."`` holds, a variable's name too."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.keyword import KeywordDetector
+
+    for kind, plugin in sorted(get_mapping_from_secret_type_to_class().items()):
+        if plugin is not KeywordDetector and plugin().analyze_line(filename="vdbguard.toml", line=f'"{value}"'):
+            return kind
+    return None
+
+
+def _environment_name(variable: str) -> str:
+    """A credential is named here, never written: a secret is refused whatever its shape (an AWS key id looks like
+    a variable's name), by its setting alone, and remembered so that no later message can show it."""
+    kind = _secret_kind(variable)
+    if kind is None and _ENVIRONMENT_NAME.match(variable):
+        return variable
+    remember_secret(variable)
+    if kind is not None:
+        raise ValueError(
+            f"this is a secret ({kind}), not the name of an environment variable: remove it from this file, rotate "
+            "it, and name the variable that holds it instead (like QDRANT_API_KEY)"
+        )
+    raise ValueError(
+        "must name an environment variable (like QDRANT_API_KEY, in capitals, digits and _), not hold the secret "
+        "itself: remove the value from this file and rotate it if it was shared"
+    )
+
+
+EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
 
 
 class JobSettings(_Strict):
@@ -82,7 +132,7 @@ class StoreSettings(_Strict):
     path: Path | None = Field(default=None, description="Directory of an embedded store (relative to this file).")
     url: str | None = Field(default=None, description="URL of a store server (no credentials in it).")
     collections: list[str] = Field(min_length=1)  # names, or globs ("*", "tickets_*"): see vdbguard.scan.job
-    credentials: dict[str, str] = Field(
+    credentials: dict[str, EnvironmentName] = Field(
         default_factory=dict,
         description="Connector setting -> NAME of the environment variable holding it, e.g. api_key = "
         '"QDRANT_API_KEY". The value itself never goes in this file.',
@@ -119,17 +169,6 @@ class StoreSettings(_Strict):
                 "credentials instead"
             )
         return url
-
-    @field_validator("credentials")
-    @classmethod
-    def _names_not_values(cls, credentials: dict[str, str]) -> dict[str, str]:
-        for setting, variable in credentials.items():
-            if not _ENVIRONMENT_NAME.match(variable):
-                raise ValueError(
-                    f"{setting} must name an environment variable (like QDRANT_API_KEY: capitals, digits and _), "
-                    "not hold the secret itself: remove the value from this file and rotate it if it was shared"
-                )
-        return credentials
 
     @field_validator("options")
     @classmethod

@@ -1,9 +1,11 @@
 """Credential scrubbing: what may be printed, logged or stored in a report about a store and its errors.
 
 Two defences, both needed. URLs are parsed the way a person wrote them (a password may hold ``/``, ``@`` or
-``:``), so their userinfo and credential-like query parameters are masked wherever a URL is shown. And every
-secret the run knows (a URL's password, a key read from the environment or passed as an option) is
-remembered and replaced by value in whatever is printed, including client libraries' own error messages.
+``:``), so their userinfo and credential-like query parameters are masked wherever a URL is shown, as is the
+value of any credential field in free text (``password=x``, ``"api_key": "ab"``). And every secret the run knows
+(a URL's password, a key read from the environment or passed as an option) is remembered and replaced by value
+in whatever is printed, including client libraries' own error messages: everywhere when it is long enough to
+be told from ordinary text, otherwise only where it stands as a credential (``user:x@host``, ``'x'``, ``=x``).
 
 A core module: it imports only the standard library, so connectors, the CLI and reports can all use it.
 """
@@ -19,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 MASK = "***"
-SHORTEST_SECRET = 3  # a shorter known secret is not replaced everywhere it occurs: it would garble every message
+SHORTEST_SECRET = 3  # a shorter known secret is masked only in place (see mask_in_place): everywhere would garble
 
 # environment variables that hold a store's or a transform's secret, read by connectors and transforms
 SECRET_ENVIRONMENT = (
@@ -35,12 +37,24 @@ SECRET_NAME = re.compile(
     r"(?i)(pass(word|wd)?$|^pwd$|secret|token|api[_-]?key|apikey|^key$|credential|auth|cookie|signature|^sig$)"
 )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+_URL_IN_TEXT = re.compile(r"(?<![A-Za-z])[A-Za-z][A-Za-z0-9+.-]*://\S+")  # from a word's start: linear time
+# a credential field and its value in free text: password=x, password: 'x', "api_key": "ab" (also in an escaped
+# JSON string), PGPASSWORD=x, ?access_token=ab, Authorization: Bearer ab
 _KEYWORD_SECRET = re.compile(
-    r"(?i)\b(password|passwd|pwd|api_key|apikey|api-key|token|secret)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|\S+)"
+    r"""(?ix)
+    (?P<field>(?<![\w.-])\\?["']?[\w.-]*?
+        (?:password|passwd|passphrase|pwd|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key
+        |private[_-]?key|authorization|auth)
+        \\?["']?\s*[=:]\s*)
+    (?:(?:bearer|basic|digest|token)\s+)?(?:(?P<quote>\\?["']).*?(?P=quote)|\S+)
+    """
 )
+# a URL's userinfo with no scheme before it (user:x@host): its password, up to the last @ of the word
+_BARE_USERINFO = re.compile(r"(?<![\w.%+-])(?P<user>[\w.%+-]+):(?!//)\S+@(?=[\w\[])")
+_WORD_WITH_AT = re.compile(r"(?<!\S)[^\s@]*@\S*")  # where _BARE_USERINFO is looked for, each word once
 
 _known: set[str] = set()
+_known_short: set[str] = set()  # shorter than SHORTEST_SECRET, in any form: masked only in place
 _known_lock = threading.Lock()
 
 
@@ -94,8 +108,15 @@ def strip_userinfo(url: str) -> str:
 
 
 def redact_userinfo(text: str) -> str:
-    """Free text (an error message, a log line) with every URL in it redacted, and ``password=...`` masked."""
-    return _KEYWORD_SECRET.sub(rf"\1\2{MASK}", _URL_IN_TEXT.sub(lambda m: redact_url(m.group()), text))
+    """Free text (an error message, a log line) with every URL in it redacted, a ``user:password@host`` without
+    a scheme too, and the value of every credential field masked, however short (``password=x``)."""
+    text = _URL_IN_TEXT.sub(lambda m: redact_url(m.group()), text)
+    text = _WORD_WITH_AT.sub(lambda m: _BARE_USERINFO.sub(rf"\g<user>:{MASK}@", m.group()), text)
+    return _mask_fields(text)
+
+
+def _mask_fields(text: str) -> str:
+    return _KEYWORD_SECRET.sub(rf"\g<field>{MASK}", text)
 
 
 def _mask_query(url: str) -> str:
@@ -124,7 +145,7 @@ def redact_location(location: str) -> str:
     rest = redact_url(location).replace(f"{MASK}@", "", 1)
     parts = urlsplit(rest)
     if not _SCHEME.match(rest) or not parts.netloc:
-        return _KEYWORD_SECRET.sub(rf"\1\2{MASK}", location)
+        return _mask_fields(location)
     try:
         port = parts.port
     except ValueError:
@@ -139,13 +160,14 @@ def redact_location(location: str) -> str:
 
 def remember_secret(*secrets: Any) -> None:
     """Mask these values (API keys, tokens, passwords) wherever vdbguard prints, logs or reports text."""
-    forms = set()
     for secret in secrets:
-        if not isinstance(secret, str) or len(secret) < SHORTEST_SECRET:
+        if not isinstance(secret, str) or not secret:
             continue
-        forms |= {secret, quote(secret, safe=""), quote_plus(secret, safe=""), unquote(secret), repr(secret)[1:-1]}
-    with _known_lock:
-        _known.update(form for form in forms if len(form) >= SHORTEST_SECRET)
+        forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), unquote(secret), repr(secret)[1:-1]}
+        short = len(secret) < SHORTEST_SECRET
+        with _known_lock:
+            for form in filter(None, forms):
+                (_known_short if short or len(form) < SHORTEST_SECRET else _known).add(form)
 
 
 def remember_settings(settings: Mapping[str, Any]) -> None:
@@ -164,21 +186,40 @@ def remember_settings(settings: Mapping[str, Any]) -> None:
 
 
 def scrub(text: str, secrets: Iterable[str | None] = (), *, shortest: int = 1) -> str:
-    """``text`` with ``secrets`` (at least ``shortest`` characters) and every remembered secret masked."""
-    for secret in secrets:
-        if secret and len(secret) >= shortest:
-            text = text.replace(secret, MASK)
-    return scrub_known(text)
+    """``text`` with ``secrets`` and every remembered secret masked: those of at least ``shortest`` characters
+    everywhere, shorter ones in place."""
+    given = [secret for secret in secrets if secret]
+    for secret in sorted((s for s in given if len(s) >= shortest), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return scrub_known(mask_in_place(text, [s for s in given if len(s) < shortest]))
 
 
 def scrub_known(text: str) -> str:
-    """``text`` with every remembered secret masked, the longest first (one may hold another)."""
+    """``text`` with every remembered secret masked, the longest first (one may hold another); a short one only
+    in place."""
     with _known_lock:
         known = sorted(_known, key=len, reverse=True)
+        short = list(_known_short)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    return text
+    return mask_in_place(text, short)
+
+
+def mask_in_place(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` masked where it stands as a credential, not wherever it occurs: as a
+    URL's password or user (``user:x@host``, ``//x@host``), a quoted value (``'password': 'x'``, ``"x"``) or an
+    assigned one (``password=x``, ``?token=x&``). Free text's ``password: x`` is ``redact_userinfo``'s."""
+    alternatives = "|".join(re.escape(secret) for secret in sorted(set(secrets), key=len, reverse=True) if secret)
+    if not alternatives:
+        return text
+    secret = f"(?:{alternatives})"
+    in_place = re.compile(
+        rf"(?<=[:/]){secret}(?=@)"
+        rf"|(?<='){secret}(?=')|(?<=\"){secret}(?=\")"
+        rf"|(?:(?<==)|(?<==\s)){secret}(?=$|[\s&,;)\]}}'\"])"
+    )
+    return in_place.sub(MASK, text)
 
 
 def safe_text(text: str) -> str:

@@ -7,8 +7,19 @@ transform's output dimension (dimension reduction changes it, e.g. PCA, a defens
 et al., EMNLP 2023 and Song & Raghunathan, CCS 2020).
 
 Resumable: after each batch the source cursor and the counts are written to ``state_path`` in one
-atomic replace, so a run killed at any point continues after the last finished batch. A batch
-written but not yet recorded is copied again on resume, which is harmless: upsert replaces by id.
+atomic replace, so a run killed at any point continues after the last finished batch, and a rerun of a
+finished one (the state says done) reads and writes nothing. A batch written but not yet recorded is read
+again on resume, and no record is transformed twice, in place or not, because each record written carries a
+protection mark in its payload, in the same write as its vector: ``MARK_KEY`` (``vdbguard_protected``), a
+JSON list ``[{"transform": name, "digest": 16 hex digits}]``, oldest first, the digest covering what defines
+the transform's output (settings without the seed, the key's one-way tag, the fit's arrays, a text-side
+transform's model). A record that already carries this run's mark is not transformed again, with or without
+the state (a lost state, a job run twice): in place it is left as it is, a copy takes it as it is, and both
+count it (``ProtectResult.already_protected``). In place, a record another transform or other settings marked
+is refused, naming it, by a read pass before anything is written: a second protection stacked on the first
+cannot be undone in place. A copy layers them instead (the mark lists both) and leaves the source as it was. A
+store with nowhere to keep the mark (a table without a payload column for it) is refused at the first write.
+
 A transform that needs fitting is fitted on a seeded reservoir sample of the source (one extra read
 pass) and the fit is saved (``fit_path``, else beside the state file) so a resumed run applies exactly
 the same map instead of refitting, which in place would fit on half-protected vectors. Its identity
@@ -27,6 +38,7 @@ stored text is skipped and named, never copied with its old vector; a collection
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -34,24 +46,27 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
 from vdbguard.connectors.base import Connector
+from vdbguard.embedders import SAME_TEXT
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.protector import Item, Protector, vector_label
 from vdbguard.progress import Advance, ProgressSink
-from vdbguard.records import TEXT_PAYLOAD_KEYS, Batch, VectorRecord
+from vdbguard.records import PROTECTION_MARK_KEY, TEXT_PAYLOAD_KEYS, Batch, VectorRecord
+from vdbguard.reports.schema import Report, Severity
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
 
 if TYPE_CHECKING:
     from vdbguard.embedders import Embedder
 
-__all__ = ["ProtectResult", "leak_counts", "protect_collection"]
+__all__ = ["MARK_KEY", "ProtectResult", "leak_counts", "leak_scan", "protect_collection"]
 
 STATE_VERSION = 1
+MARK_KEY = PROTECTION_MARK_KEY  # the payload key each written record's protection mark goes under
 _MAX_PROBLEMS = 100
 _PROBE_ROWS = 2
 
@@ -63,11 +78,28 @@ STORED_TEXT_MODES: tuple[str, ...] = ("redact", "keep", "drop")
 
 @dataclass(frozen=True)
 class ProtectResult:
-    copied: int  # records written to the target (over all runs of a resumed copy)
+    copied: int  # records transformed and written to the target (over all runs of a resumed copy)
     skipped: int  # records without a usable vector (missing, NaN, wrong shape); see ``problems``
     dimension: int | None = None  # the target's vector dimension
     resumed: bool = False
     problems: tuple[str, ...] = ()  # the first skipped records and why
+    # records that already carried this transform's mark: not transformed again (in place left as they were,
+    # a copy takes them as they are)
+    already_protected: int = 0
+    done_before: bool = False  # the state said this copy had finished: nothing was read or written
+
+    def summary(self, transform: str, to_collection: str) -> str:
+        """One line for the user: what was written, and what was left because it was protected before."""
+        copied = f"{self.copied} records through {transform} to {to_collection}"
+        if self.done_before:
+            return f"nothing to do: the state says this protection finished before (copied {copied}); nothing changed"
+        line = f"copied {copied}"
+        if self.already_protected:
+            line += (
+                f"; {self.already_protected} records already carried its mark ({MARK_KEY}) and were not transformed "
+                "again"
+            )
+        return line
 
 
 def protect_collection(
@@ -90,10 +122,11 @@ def protect_collection(
 ) -> ProtectResult:
     """Copy ``source`` into ``target`` with every dense vector replaced by ``transform.apply`` of it.
 
-    Ids, payloads, text and namespaces are kept. ``target`` is created (``ensure_collection``) with the
-    source's metric and vector names and the transform's output dimension. Writing into the source
-    itself (``target is source``, or the same store and collection) is refused unless ``in_place=True``:
-    it overwrites the original vectors irreversibly. ``fit_labels`` gives concept labels for the fit
+    Ids, payloads, text and namespaces are kept; each record written gains its protection mark (``MARK_KEY``), and
+    a record that carries this transform's mark is not transformed again (module docstring). ``target`` is created
+    (``ensure_collection``) with the source's metric and vector names and the transform's output dimension. Writing
+    into the source itself (``target is source``, or the same store and collection) is refused unless
+    ``in_place=True``: it overwrites the original vectors irreversibly. ``fit_labels`` gives concept labels for the fit
     sample (transforms such as LEACE use them); ``fit_on`` = (vectors, labels) fits on those instead of the
     source, e.g. ``vdbguard.transforms.concepts.corpus_concept_set(embedder, "PERSON")``. ``fit_path``: a saved
     fit (``vdbguard.transforms.fitting``) to load instead of fitting, or where to save the fit when it does not
@@ -143,11 +176,12 @@ def protect_collection(
                 "use the same source, target and transform to resume, or delete the state file to start over",
             )
         if state.get("done"):
-            return _result(state, resumed=True)
+            return _result(state, resumed=True, done_before=True)
 
     info = source.describe()
     if text_side:
         _refuse_without_text(source, batch_size)
+        transform.expect(int(info.count or 0))
     dimension = info.dimension or _first_dimension(source, batch_size)
     if dimension is None:  # nothing with a vector to copy
         return ProtectResult(copied=0, skipped=int(info.count), dimension=None)
@@ -169,6 +203,7 @@ def protect_collection(
     identity, out_dim = _transform_identity(vector_stage(transform), dimension)
     if state is None:
         state = {**key, "version": STATE_VERSION, "cursor": None, "copied": 0, "skipped": 0, "problems": []}
+        state["already"] = 0
         state["fingerprint"], state["dimension"], state["done"] = identity, out_dim, False
         resumed = False
     else:
@@ -187,32 +222,43 @@ def protect_collection(
         resumed = True
     if save_to is not None:
         save_fit(transform, save_to)
+    mark = _mark(transform, key, embedder_name if text_side else None)
+    if same:
+        _refuse_foreign_marks(source, batch_size, mark)
     target.ensure_collection(out_dim, info.metric or "cosine", info.vector_names)
 
     protector = None if text_side else Protector(transform)
+    embedding = _ReEmbedding(embed) if embed is not None else None
     seen: set[str] | None = set() if same else None  # in place: a moved row must not be transformed twice
     for batch in _batches(source, batch_size, state["cursor"], reopen=target is source):
         records = batch.records
         if seen is not None:
             records = [r for r in records if r.id not in seen]
             seen.update(r.id for r in records)
-        if text_side:
-            assert embed is not None
-            protected, problems = _protect_text_batch(transform, embed, records, stored_text)
-        else:
+        fresh, marked, marks = _split_marked(records, mark, in_place=same)
+        protected: list[VectorRecord] = []
+        problems: list[str] = []
+        if fresh and text_side:
+            assert embedding is not None
+            protected, problems = _protect_text_batch(transform, embedding, fresh, stored_text)
+        elif fresh:
             assert protector is not None
-            protected, problems = _protect_batch(protector, records)
-        if protected:
-            target.upsert(protected)
+            protected, problems = _protect_batch(protector, fresh)
+        for record in protected:  # the mark travels with the vector, in the same write
+            record.payload[MARK_KEY] = marks[record.id]
+        written = protected if same else protected + marked  # a copy takes what was protected before as it is
+        if written:
+            _write(target, written)
         state["cursor"] = batch.cursor
         state["copied"] += len(protected)
+        state["already"] = state.get("already", 0) + len(marked)
         state["skipped"] += len(problems)
         state["problems"] = (state["problems"] + problems)[:_MAX_PROBLEMS]
         if state_file is not None:
             _save_state(state_file, state)
         if progress is not None:
             progress(len(batch.records))
-    seen_total = state["copied"] + state["skipped"]
+    seen_total = state["copied"] + state["skipped"] + state.get("already", 0)
     if same and seen_total != info.count:
         raise VdbguardError(
             f"the in-place rewrite saw {seen_total} of {info.count} records: the store's order changed while it "
@@ -286,6 +332,126 @@ def _protect_batch(protector: Protector, records: Sequence[VectorRecord]) -> tup
     return protected, problems
 
 
+def _mark(transform: Transform, key: dict[str, Any], embedder_name: str | None) -> dict[str, str]:
+    """This run's protection mark: the transform's name and a digest of what defines its output (its settings
+    without the seed, which only draws noise, its key's one-way tag, its fit's arrays, a text-side one's model
+    when named: an unnamed callable's repr would differ from process to process)."""
+    identity = {
+        "transform": key["transform"],
+        "params": _seedless(key["params"]),
+        "embedder": embedder_name,
+        "fit": _fit_digest(transform),
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return {"transform": key["transform"], "digest": digest}
+
+
+def _seedless(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _seedless(v) for k, v in value.items() if k != "seed"}  # a chain's parts have seeds too
+    return [_seedless(v) for v in value] if isinstance(value, list) else value
+
+
+def _fit_digest(transform: Transform) -> str | None:
+    """The fit's arrays (what ``save_fit`` writes, and a loaded fit gives back bit for bit), hashed."""
+    state = transform.fit_state() if transform.needs_fit else {}
+    if not state:
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        array = np.ascontiguousarray(state[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _marks_of(record: VectorRecord) -> list[dict[str, Any]]:
+    """The protections a record's payload says it went through, oldest first ([] when it carries no mark)."""
+    value = record.payload.get(MARK_KEY)
+    if value is None:
+        return []
+    try:
+        marks = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        marks = None
+    if not isinstance(marks, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("transform"), str) and isinstance(m.get("digest"), str) for m in marks
+    ):
+        raise RecordError(
+            record.id,
+            f"payload.{MARK_KEY}",
+            'is not a vdbguard protection mark (a JSON list of {"transform", "digest"}): vdbguard reserves that key',
+        )
+    return marks
+
+
+def _carries(marks: Sequence[dict[str, Any]], mark: dict[str, str]) -> bool:
+    return any(m["digest"] == mark["digest"] for m in marks)
+
+
+def _split_marked(
+    records: Sequence[VectorRecord], mark: dict[str, str], *, in_place: bool
+) -> tuple[list[VectorRecord], list[VectorRecord], dict[str, str]]:
+    """The records to transform, those that already carry ``mark`` (never transformed twice), and the mark value
+    each record to transform gets: the marks it had (a copy layers transforms) with this one after them."""
+    fresh, marked, values = [], [], {}
+    for record in records:
+        marks = _marks_of(record)
+        if _carries(marks, mark):
+            marked.append(record)
+            continue
+        if in_place and marks:  # written since the check before the first write
+            raise _foreign_mark_error(record, marks, mark, 0)
+        fresh.append(record)
+        values[record.id] = json.dumps([*marks, mark], separators=(",", ":"))
+    return fresh, marked, values
+
+
+def _refuse_foreign_marks(source: Connector, batch_size: int, mark: dict[str, str]) -> None:
+    """In place, before anything is written: a record another transform (or other settings) protected would
+    carry two protections after this run, and a run refused half way would leave a collection of both."""
+    first: tuple[VectorRecord, list[dict[str, Any]]] | None = None
+    others = 0
+    for batch in source.iter_batches(batch_size=batch_size):
+        for record in batch.records:
+            marks = _marks_of(record)
+            if marks and not _carries(marks, mark):
+                if first is None:
+                    first = (record, marks)
+                else:
+                    others += 1
+    if first is not None:
+        raise _foreign_mark_error(*first, mark, others)
+
+
+def _foreign_mark_error(
+    record: VectorRecord, marks: Sequence[dict[str, Any]], mark: dict[str, str], others: int
+) -> VdbguardError:
+    names = "+".join(m["transform"] for m in marks)
+    by = f"{names} with other settings (another strength, key, fit or model)" if names == mark["transform"] else names
+    more = f" (and {others} more records)" if others else ""
+    return VdbguardError(
+        f"record {record.id!r}{more}: field 'payload.{MARK_KEY}' says {by} protected it already: {mark['transform']} "
+        "in place would put a second protection over the first",
+        "finish with the transform and settings that made the mark (the same strength, key and --fit-file), or "
+        "protect into a new collection, which layers transforms and leaves the source as it is",
+    )
+
+
+def _write(target: Connector, records: list[VectorRecord]) -> None:
+    try:
+        target.upsert(records)
+    except RecordError as exc:
+        if exc.field != "payload" or MARK_KEY not in exc.problem:
+            raise
+        raise VdbguardError(
+            f"{exc.message}: each record protect writes keeps its protection mark in the payload key {MARK_KEY!r} "
+            "(what stops a second run from transforming it again), and this collection has nowhere to keep it",
+            f"give the table a JSON payload column or a text column named {MARK_KEY}, or protect into a new "
+            "collection (vdbguard creates it with a payload column)",
+        ) from exc
+
+
 def vector_stage(transform: Transform) -> Transform | None:
     """What a transform does to a vector: itself, a text-side chain's vector parts, or nothing (``redact``)."""
     from vdbguard.transforms.chain import Chain
@@ -309,8 +475,47 @@ def _refuse_without_text(source: Connector, batch_size: int) -> None:
     )
 
 
+@dataclass
+class _ReEmbedding:
+    """The collection's model, embedding redacted texts again. A text that redaction left as it was keeps its stored
+    vector once the model has shown on the first such records (``PROBE_RECORDS``) that it makes exactly the stored
+    vectors: the same vector, without the model's time (most records of most stores hold no PII). A model that does
+    not (another model, other preprocessing) embeds every text again, so the copy is one space."""
+
+    embed: Embed
+    reuses: bool | None = None  # None: not shown yet
+
+    PROBE_RECORDS: ClassVar[int] = 16
+
+    def vectors(self, records: Sequence[VectorRecord], texts: Sequence[str], redacted: Sequence[str]) -> np.ndarray:
+        kept = [i for i, (text, new) in enumerate(zip(texts, redacted, strict=True)) if text == new]
+        if self.reuses is None and kept:
+            probe = kept[: self.PROBE_RECORDS]
+            made = np.asarray(self.embed([texts[i] for i in probe]), dtype=np.float32)
+            self.reuses = all(_same_vector(made[row], records[i].vector) for row, i in enumerate(probe))
+        kept = kept if self.reuses else []
+        again = [i for i in range(len(texts)) if i not in set(kept)]
+        made = np.asarray(self.embed([redacted[i] for i in again]), dtype=np.float32) if again else None
+        out = np.empty((len(texts), made.shape[1] if made is not None else len(records[kept[0]].vector)), np.float32)
+        for i in kept:
+            out[i] = records[i].vector
+        if made is not None:
+            out[again] = made
+        return out
+
+
+def _same_vector(made: np.ndarray, stored: Any) -> bool:
+    """Whether a stored vector is the model's own for its text: the same direction and length, up to batch padding."""
+    vector = np.asarray(stored, dtype=np.float32)
+    if vector.shape != made.shape:
+        return False
+    norms = float(np.linalg.norm(vector)), float(np.linalg.norm(made))
+    cosine = float(made @ vector) / max(norms[0] * norms[1], 1e-12)
+    return cosine >= SAME_TEXT and abs(norms[0] - norms[1]) <= 0.01 * norms[1]
+
+
 def _protect_text_batch(
-    transform: Transform, embed: Embed, records: Sequence[VectorRecord], stored_text: StoredText
+    transform: Transform, embedding: _ReEmbedding, records: Sequence[VectorRecord], stored_text: StoredText
 ) -> tuple[list[VectorRecord], list[str]]:
     """Each record with text: its text redacted and embedded again, through the chain's vector stages; the
     stored text redacted, kept or dropped. A record without text is skipped and named, never copied as it was."""
@@ -325,8 +530,14 @@ def _protect_text_batch(
     if not usable:
         return [], problems
     try:
-        redacted = transform.transform_texts([record.source_text or "" for record in usable])
-        vectors = np.asarray(embed(redacted), dtype=np.float32)
+        texts = [record.source_text or "" for record in usable]
+        payloads = (
+            [v for r in usable for k, v in r.payload.items() if _redactable(k, v)] if stored_text == "redact" else []
+        )
+        unique = list(dict.fromkeys([*texts, *payloads]))  # one detector pass for the page, each string once
+        redacted_of = dict(zip(unique, transform.transform_texts(unique), strict=True))
+        redacted = [redacted_of[text] for text in texts]
+        vectors = embedding.vectors(usable, texts, redacted)
         stage = vector_stage(transform)
         vectors = vectors if stage is None else stage.apply(vectors)
     except VdbguardError:
@@ -337,7 +548,7 @@ def _protect_text_batch(
     for record, text, vector in zip(usable, redacted, vectors, strict=True):
         payload, stored = dict(record.payload), record.text
         if stored_text == "redact":
-            payload = _redacted_payload(transform, payload)
+            payload |= {k: redacted_of[v] for k, v in payload.items() if _redactable(k, v)}
             stored = text if record.text is not None else None
         elif stored_text == "drop":
             payload = {k: v for k, v in payload.items() if k not in TEXT_PAYLOAD_KEYS}
@@ -348,10 +559,8 @@ def _protect_text_batch(
     return protected, problems
 
 
-def _redacted_payload(transform: Transform, payload: dict[str, Any]) -> dict[str, Any]:
-    keys = [key for key, value in payload.items() if isinstance(value, str) and value.strip()]
-    redacted = transform.transform_texts([payload[key] for key in keys]) if keys else []
-    return payload | dict(zip(keys, redacted, strict=True))
+def _redactable(key: str, value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and key != MARK_KEY  # the mark is ours
 
 
 def _fit(
@@ -480,24 +689,39 @@ def _save_state(path: Path, state: dict[str, Any]) -> None:
         raise
 
 
-def _result(state: dict[str, Any], *, resumed: bool) -> ProtectResult:
+def _result(state: dict[str, Any], *, resumed: bool, done_before: bool = False) -> ProtectResult:
     return ProtectResult(
         copied=int(state["copied"]),
         skipped=int(state["skipped"]),
         dimension=state.get("dimension"),
         resumed=resumed,
         problems=tuple(state.get("problems", ())),
+        already_protected=int(state.get("already", 0)),  # a state an earlier vdbguard wrote has none
+        done_before=done_before,
     )
 
 
-def leak_counts(
-    connector: Connector, connector_name: str, location: str, embedder: Embedder, progress: ProgressSink | None = None
-) -> Counter[tuple[str, str]]:
-    """Records flagged by finding kind and PII type in a default scan: what a protection bought, read before and
-    after it."""
+def leak_scan(
+    connector: Connector,
+    connector_name: str,
+    location: str,
+    embedder: Embedder | None,
+    progress: ProgressSink | None = None,
+) -> Report:
+    """A default scan of the collection (``embedder`` None: a model that cannot run here, ``--embedder store``): what
+    a protection bought, read before and after it."""
     from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 
-    report = scan_collection(
+    return scan_collection(
         connector, ScanTarget(connector_name, location), ScanSettings(), embedder=embedder, progress=progress
     )
-    return Counter((finding.kind, t) for finding in report.iter_findings() for t in finding.pii_types)
+
+
+def leak_counts(report: Report, at_least: Severity = Severity.LOW) -> Counter[tuple[str, str]]:
+    """Records flagged by finding kind and PII type, counting findings at least ``at_least`` severe."""
+    return Counter(
+        (finding.kind, t)
+        for finding in report.iter_findings()
+        if finding.severity.rank >= at_least.rank
+        for t in finding.pii_types
+    )

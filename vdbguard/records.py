@@ -13,6 +13,9 @@ import numpy as np
 from vdbguard.errors import RecordError
 
 TEXT_PAYLOAD_KEYS = ("text", "document", "content", "page_content", "body")
+# Reserved payload key: which vdbguard transforms rewrote the record (vdbguard.protect), so none is applied twice.
+# vdbguard's own bookkeeping, never the record's text: stored_texts() leaves it out.
+PROTECTION_MARK_KEY = "vdbguard_protected"
 
 
 def payload_text(payload: Mapping[str, Any] | None) -> str | None:
@@ -43,9 +46,14 @@ class VectorRecord:
         return self.text or payload_text(self.payload)
 
     def stored_texts(self) -> list[tuple[str, str]]:
-        """Every text the record keeps in plain sight, by field: its document and each string of its payload."""
+        """Every text the record keeps in plain sight, by field: its document and each string of its payload, but
+        the protection mark vdbguard wrote there (transform names and digests: neither the record's text nor PII)."""
         texts = [("document", self.text)] if self.text and self.text.strip() else []
-        strings = ((key, value) for key, value in self.payload.items() if isinstance(value, str) and value.strip())
+        strings = (
+            (key, value)
+            for key, value in self.payload.items()
+            if isinstance(value, str) and value.strip() and key != PROTECTION_MARK_KEY
+        )
         return texts + [(f"payload.{key}", value) for key, value in strings]
 
     def checked_vector(self, dimension: int | None = None, *, attackable: bool = False) -> np.ndarray:

@@ -41,7 +41,7 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
 from vdbguard.pii import PiiType
-from vdbguard.records import VectorRecord
+from vdbguard.records import PROTECTION_MARK_KEY, VectorRecord
 
 __all__ = ["Evidence", "Subject", "SubjectRecord", "SubjectSearch", "erase_subject", "find_subject"]
 
@@ -174,7 +174,7 @@ class _PayloadMatcher:
         self.phone = _digits(ids["phone"]) if "phone" in ids else None
 
     def evidence(self, record: VectorRecord, mask_pii: bool) -> list[Evidence]:
-        fields = list(_strings(record.payload))
+        fields = list(_strings({k: v for k, v in record.payload.items() if k != PROTECTION_MARK_KEY}))
         if record.text:
             fields.insert(0, ("text", record.text))
         found: dict[str, str] = {}

@@ -115,3 +115,17 @@ def test_a_big_scan_or_a_loaded_detector_detects_here_as_well_as_in_the_early_wo
         assert big._workers == [early], "the early worker counts among the processes"
     finally:
         early.stop()
+
+
+def test_a_big_job_announced_starts_its_workers_before_the_first_text(texts: list[str]) -> None:
+    """A calibration sample or a copy to redact says how many texts are coming: the workers load while the first
+    page is read, and the answers are what one process finds."""
+    shared = ProcessSharedDetector(PresidioDetector, processes=2, start_after=1000)
+    try:
+        shared.expect(999)
+        assert not shared._workers, "a small job pays no worker's start"
+        shared.expect(1000)
+        (worker,) = shared._workers
+        assert worker.ready.wait(timeout=120) and shared.detect_many(texts) == PresidioDetector().detect_many(texts)
+    finally:
+        shared.close()

@@ -1,5 +1,6 @@
 """SIGKILL mid-work, then resume: the scan covers every record of the collection once and reports what a clean
-scan reports, the store is untouched, and an interrupted `protect` ends with the copy a clean run makes.
+scan reports, the store is untouched, and an interrupted `protect` ends with the copy a clean run makes; in place,
+each transform that is not idempotent ends applied exactly once to every record, also run again without a state.
 
 Three kills a command here, each at a random point of the records done; BENCHMARKS.md ("Kill and resume")
 has the 20-kill runs over 20,000 records at random times.
@@ -12,11 +13,15 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.faults.kill_resume import (
+    IN_PLACE,
     build_store,
+    build_vector_store,
     cli_env,
+    in_place_outcome,
     protect_outcome,
     scan_command,
     scan_outcome,
@@ -26,6 +31,8 @@ from tests.faults.kill_resume import (
 
 RECORDS = 400
 KILLS = 3
+IN_PLACE_RECORDS = 160  # 8 batches of 20
+IN_PLACE_KILLS = 2
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +51,27 @@ def test_a_killed_scan_resumes_to_exactly_what_a_clean_scan_reports(fault_store,
 def test_a_killed_protect_resumes_to_exactly_a_clean_copy(fault_store, tmp_path: Path) -> None:
     store, ids = fault_store
     outcome = protect_outcome(tmp_path, store, ids, KILLS, seed=2, by_progress=True)
+    assert outcome.problems == [], outcome
+    assert outcome.kills_mid_work >= 1, outcome
+
+
+@pytest.fixture(scope="module")
+def vector_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """Random unit vectors, no model: in place, protect changes the vectors only. Each test copies it."""
+    path = tmp_path_factory.mktemp("in-place") / "template"
+    return path, build_vector_store(path, IN_PLACE_RECORDS)
+
+
+@pytest.mark.parametrize("transform", sorted(IN_PLACE))
+def test_a_killed_in_place_protect_applies_its_transform_once_to_each_record_and_a_rerun_nothing(
+    vector_store, transform: str, tmp_path: Path
+) -> None:
+    """Noise, a keyed rotation and DCPE each stack when applied twice: killed mid-batch (also between a batch's
+    write and its saved state) and resumed, then run with the finished state and without a state, every stored
+    vector is its original through the transform exactly once: noise moved by one draw's distance, the rotation
+    to float32 rounding, DCPE within its noise ball around the keyed scale and shuffle."""
+    template, originals = vector_store
+    outcome = in_place_outcome(tmp_path, template, originals, transform, IN_PLACE_KILLS, seed=4)
     assert outcome.problems == [], outcome
     assert outcome.kills_mid_work >= 1, outcome
 

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.helpers import http_recorder
+from vdbguard import credentials
 from vdbguard.cli import main
 from vdbguard.config import STARTER, load_job
 from vdbguard.errors import VdbguardError
@@ -129,8 +130,8 @@ def test_credentials_come_from_the_named_environment_variable_only(tmp_path: Pat
     [
         (
             'url = "http://127.0.0.1:1"\n[stores.credentials]\napi_key = "sk-inline-JobSecret01"',
-            "stores[0].credentials",
-            "api_key must name an environment variable",
+            "stores[0].credentials.api_key",
+            "must name an environment variable",
         ),
         ('url = "http://admin:Job/Secret02@127.0.0.1:1"', "stores[0].url", "the url holds credentials"),
         ('url = "http://admin:Job@Secret03@127.0.0.1:1"', "stores[0].url", "the url holds credentials"),
@@ -159,6 +160,38 @@ def test_a_job_file_holds_no_secret_and_never_echoes_one(tmp_path: Path, store: 
         assert code == 2, output
         assert re.search(rf"{re.escape(where)} \(line \d+\): {re.escape(expected)}", output), output
         assert secret.group() not in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    ("secret", "kind"), [("AKIAIOSFODNN7EXAMPLE", "AWS Access Key"), ("A3F9B2C4D5E6F7081A2B3C4D", "Hex High Entropy")]
+)
+def test_a_secret_shaped_like_a_variable_name_is_refused_by_its_setting_alone(
+    tmp_path: Path, secret: str, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Capitals and digits pass for a variable's name: what detect-secrets calls a secret is refused all the same,
+    named by setting and line, and no message (problems, unset variables, JSON logs) shows it."""
+    monkeypatch.setattr(credentials, "_known", set())  # the refused value is remembered: not for other tests
+    job = tmp_path / "job.toml"
+    job.write_text(
+        '[[stores]]\nconnector = "qdrant"\nurl = "http://127.0.0.1:1"\ncollections = ["c"]\n'
+        f'[stores.credentials]\nhost_token = "TEST_VDBGUARD_UNSET"\napi_key = "{secret}"\n'
+    )
+    for command in (
+        ("config", "validate", str(job)),
+        ("--log-format", "json", "config", "validate", str(job)),
+        ("scan", "--config", str(job)),
+    ):
+        code, output = run(*command, env={"TEST_VDBGUARD_UNSET": ""})
+        flat = " ".join(output.split())
+        assert code == 2, output
+        assert re.search(rf"stores\[0\]\.credentials\.api_key \(line 7\): this is a secret \({kind}", flat), output
+        assert secret not in output and "not set in this environment" not in output and "Traceback" not in output
+    with pytest.raises(VdbguardError) as refused:
+        load_job(job)
+    assert secret not in str(refused.value.__cause__), "pydantic's own error quotes no input"
+    assert credentials.safe_text(f"a log line quoting {secret}") == "a log line quoting ***"
+    job.write_text(job.read_text().replace(secret, "MY_COMPANY_PRODUCTION_QDRANT_API_KEY_V2"))
+    assert load_job(job).stores[0].credentials["api_key"] == "MY_COMPANY_PRODUCTION_QDRANT_API_KEY_V2"
 
 
 def _job(tmp_path: Path, store: Path, collection: str, extra: str = "") -> Path:

@@ -175,6 +175,34 @@ def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_c
         scan(records, embedder, mode="on")
 
 
+def test_a_store_too_clean_to_calibrate_on_is_judged_by_the_packaged_verdict(
+    embedder, local_embedder, model_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A clean store, or one redacted well, has too few records with PII to fit a probe: the scan says so in its log
+    and its report and judges by the packaged verdict, even with calibration insisted on; it never fails for it."""
+    notes = [text for text, has_pii in demo_texts(800, seed=4242) if not has_pii][:330]
+
+    def records_of(model) -> list[VectorRecord]:
+        vectors = model.encode(notes)
+        pairs = enumerate(zip(notes, vectors, strict=True))
+        return [VectorRecord(f"clean-{i}", vector, payload={"text": text}) for i, (text, vector) in pairs]
+
+    with caplog.at_level("WARNING", logger="vdbguard.scan.owner"):
+        report = scan(records_of(embedder), embedder, mode="on")
+    assert report.calibration is None and report.verdict is not None
+    assert report.verdict.name == "packaged" and "too few to fit a probe" in report.verdict.reason
+    assert "the packaged verdict judges this scan instead" in caplog.text
+    assert {q.mode for q in report.expected_quality} == {"default"}
+    for finding in (f for f in report.findings if f.kind == "vector"):
+        assert any(e.attack == FUSED for e in finding.evidence)
+
+    own_model = scan(records_of(local_embedder), None, mode="auto")  # a model that cannot run here
+    assert own_model.verdict is not None and own_model.verdict.name == "packaged"
+    assert {a.name for a in own_model.attacks} == {"pii-probe@aligned", "bag-of-words@aligned"}
+    for finding in (f for f in own_model.findings if f.kind == "vector"):
+        assert any(e.attack == FUSED for e in finding.evidence), "the packaged verdict, over the aligned attacks"
+
+
 def test_store_embedder_scans_the_vectors_of_a_model_it_cannot_run(local_embedder, embedder, model_cache: Path) -> None:
     """128-d vectors of a model the scan is not told about: probes learn its space, attacks are aligned."""
     records, truth = store(local_embedder)

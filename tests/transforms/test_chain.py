@@ -10,6 +10,7 @@ import pytest
 from vdbguard.errors import VdbguardError
 from vdbguard.transforms.chain import Chain, build_transform, sweep
 from vdbguard.transforms.fitting import load_fit, save_fit
+from vdbguard.transforms.gaussian import GaussianNoise
 
 
 def _unit_rows(n: int, d: int = 32, seed: int = 0) -> np.ndarray:
@@ -24,13 +25,26 @@ def test_a_chain_is_named_by_its_parts_and_the_strength_goes_to_the_last() -> No
     assert chain.text_side and not chain.changes_space
     assert [t.strength for t in sweep("leace:1+gaussian")] == list(build_transform("gaussian", 0.1).default_strengths)
     assert [t.strength for t in sweep("redact+gaussian:0.2")] == [0.2]
+    unnamed = build_transform("gaussian+pq", 4)
+    assert isinstance(unnamed, Chain) and unnamed.parts[0].strength == GaussianNoise.default_strength
+
+
+def test_every_transform_has_a_default_strength_it_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`protect --transform NAME` without --strength, and a chain's unnamed parts, take each class's own default."""
+    from vdbguard.transforms import transform_classes
+
+    monkeypatch.setenv("VDBGUARD_TRANSFORM_KEY", "k" * 32)
+    for name, cls in transform_classes().items():
+        transform = build_transform(name)
+        assert transform.strength == cls.default_strength, name
+        assert cls.default_strength in cls.default_strengths or not cls.default_strengths, name
+    assert build_transform("redact").strength == 0.4, "as the docs use it"
 
 
 @pytest.mark.parametrize(
     ("name", "problem"),
     [
         ("gaussian:0.1+redact:0.4", "must come first"),
-        ("gaussian+pq", "needs a strength"),
         ("gaussian:0.1+nosuch", "unknown"),
     ],
 )

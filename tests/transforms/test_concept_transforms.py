@@ -215,6 +215,7 @@ def test_protect_cli_fits_leace_on_the_corpus_and_copies_erased_vectors(
     source = make_chroma_store(tmp_path / "store", "notes", 40, 384, seed=3, metric="cosine")
     args = ["protect", "--connector", "chroma", "--path", str(tmp_path / "store"), "--collection", "notes"]
     args += ["--to-collection", "notes-erased", "--transform", "leace", "--strength", "1", "--concept", "PERSON"]
+    args += ["--fail-on", "never"]  # random vectors: whatever the scans find
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     with ChromaConnector(collection="notes-erased", path=tmp_path / "store") as connector:

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from vdbguard.cli.admin import attacks, config, connectors, transforms, warmup
-from vdbguard.cli.common import console, exit_with, say_error
+from vdbguard.cli.common import exit_with, say_error
 from vdbguard.cli.help import Group
 from vdbguard.cli.measure import audit, calibrate, evaluate_attacks, evaluate_defense, frontier
 from vdbguard.cli.protect import protect, subject
@@ -100,16 +100,14 @@ for _section, _commands in SECTIONS.items():
 
 def _json_lines_on_stderr(ctx: click.Context) -> None:
     """Every line on stderr a JSON object until the command ends: whatever a library prints there on its own is
-    wrapped in one, and rich prints each message on one line (no wrapping at the terminal's width)."""
+    wrapped in one (rich prints each message on one line, never wrapped at the terminal's width)."""
     original = sys.stderr
     lines = JsonLines(original)
     sys.stderr = lines
-    console.soft_wrap = True
 
     def restore() -> None:
         lines.close()
         sys.stderr = original
-        console.soft_wrap = False
 
     ctx.call_on_close(restore)
 

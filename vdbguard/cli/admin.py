@@ -89,7 +89,7 @@ def _transform_rows() -> Iterable[Sequence[str]]:
     for name, cls in sorted(transform_classes().items()):
         needs = needs_of(cls)
         swept = ", ".join(f"{s:g}" for s in cls.default_strengths)
-        yield name, ", ".join(needs) or "-", cls.strength_meaning, swept, cls.description
+        yield name, ", ".join(needs) or "-", f"{cls.default_strength:g}", cls.strength_meaning, swept, cls.description
 
 
 def _attack_rows() -> Iterable[Sequence[str]]:
@@ -125,7 +125,7 @@ def _plugin_list(
 transforms = _plugin_list(
     "transforms",
     "Write-path defenses.",
-    ("transform", "needs", "strength means", "swept strengths", "what it does"),
+    ("transform", "needs", "default strength", "strength means", "swept strengths", "what it does"),
     _transform_rows,
 )
 attacks = _plugin_list(

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FAIL_ON = "high"  # one default for every command and the job file: a CI gate fails on what matters
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a message is one line, whatever the terminal: paths stay whole
 
 
 def meta() -> dict[str, Any]:
@@ -132,11 +132,21 @@ def exit_code(report: Report, fail_on: str) -> int:
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
     table = Table(title=title)
-    for index, column in enumerate(columns):
-        table.add_column(column, no_wrap=index == 0)
+    for column in columns:
+        table.add_column(column, overflow="fold")  # a long id or name wraps on a narrow terminal, whole
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    show_table(table)
+
+
+def show_table(table: Table) -> None:
+    """A table on stdout: at the terminal's width on a terminal, and whole where stdout is a pipe, a file or a job's
+    log, however narrow ``COLUMNS`` says the terminal is (nothing is cut off where nobody can widen the window)."""
+    out = Console()
+    if not out.is_terminal:
+        unbounded = out.options.update_width(1_000_000)
+        out = Console(width=max(out.width, out.measure(table, options=unbounded).maximum))
+    out.print(table)
 
 
 def print_summary(report: Report) -> None:
@@ -151,7 +161,7 @@ def print_summary(report: Report) -> None:
         table.add_row(f"  {severity.value}", str(s.by_severity.get(severity.value, 0)))
     for pii_type, count in sorted(s.by_pii_type.items()):
         table.add_row(f"  {pii_type}", str(count))
-    Console().print(table)
+    show_table(table)
 
 
 def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> dict[str, str]:

@@ -4,6 +4,7 @@ records about one person."""
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from rich.markup import escape
 
 from vdbguard.cli.common import (
     console,
+    exit_code,
+    fail_on_option,
     friendly_errors,
     open_connector,
     options,
@@ -27,6 +30,7 @@ from vdbguard.cli.common import (
 from vdbguard.cli.help import Command, Group, advanced
 from vdbguard.credentials import redact_location
 from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
+from vdbguard.reports.schema import Report, Severity
 
 
 class _TransformOption(click.Option):
@@ -44,7 +48,11 @@ class _TransformOption(click.Option):
 @store_options
 @click.option("--to-collection", required=True, help="Collection to write the protected copy to.")
 @click.option("--transform", "transform_name", required=True, cls=_TransformOption, help="See `transforms list`.")
-@click.option("--strength", type=float, required=True, help="The transform's strength (its meaning: transforms list).")
+@click.option(
+    "--strength",
+    type=float,
+    help="The transform's strength; default its own (redact 0.4; each one's default and meaning: transforms list).",
+)
 @click.option("--state", type=click.Path(path_type=Path), help="Checkpoint file: an interrupted copy resumes.")
 @click.option(
     "--fit-file",
@@ -54,7 +62,12 @@ class _TransformOption(click.Option):
 )
 @click.option("--in-place", is_flag=True, help="Overwrite --collection itself (needs --yes).")
 @click.option("--yes", is_flag=True, help="Confirm --in-place.")
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors.")
+@click.option(
+    "--embedder",
+    default=DEFAULT_EMBEDDER,
+    show_default=True,
+    help="Model that made the vectors: redact embeds with it; the scans take 'auto' and 'store' too (scan --help).",
+)
 @click.option(
     "--payload",
     "stored_text",
@@ -69,8 +82,11 @@ class _TransformOption(click.Option):
     "scan_after",
     default=True,
     show_default=True,
-    help="Scan the source and the copy (fast tier) and print the leaks before and after.",
+    help="Scan the collection before and the protected one after (a default scan each) and print the records "
+    "flagged by type, before and after; the exit code follows --fail-on on the scan after.",
 )
+@fail_on_option
+@out_option("the scans' reports, before/ and after/ (report.json and report.md each)")
 @advanced(
     "--concept",
     default="PERSON",
@@ -90,7 +106,7 @@ def protect(
     option: tuple[str, ...],
     to_collection: str,
     transform_name: str,
-    strength: float,
+    strength: float | None,
     batch_size: int,
     state: Path | None,
     fit_file: Path | None,
@@ -100,21 +116,26 @@ def protect(
     embedder: str,
     stored_text: str,
     scan_after: bool,
+    fail_on: str,
+    out: Path | None,
 ) -> None:
     """Copy a collection through a transform into a new collection (never in place without --in-place --yes).
 
     redact (and chains that start with it, redact+gaussian) reads each record's stored text, redacts it and embeds
     it again with --embedder: the one defense that removes a name from a vector, for collections that exist.
+    Every record written is marked with the transform in its payload (vdbguard_protected), so a resumed or repeated
+    run never transforms a record twice. Exit code: 0, or 1 when the scan after still finds a leak at least as
+    severe as --fail-on; 2 on an error.
 
     Examples:
 
     \b
       vdbguard protect --connector chroma --path ./data --collection tickets --to-collection tickets_safe \\
-        --transform redact --strength 0.4 --state protect.json
+        --transform redact --state protect.json
       vdbguard protect --connector qdrant --url http://127.0.0.1:6333 --collection tickets \\
         --to-collection tickets_noisy --transform gaussian --strength 0.02
     """
-    from vdbguard.protect import leak_counts, protect_collection
+    from vdbguard.protect import protect_collection
     from vdbguard.transforms.chain import build_transform
 
     if (to_collection == collection) != in_place:
@@ -129,6 +150,8 @@ def protect(
         with console.status(f"Learning where {concept} lives in {embedder}'s vectors"):
             fit_on = corpus_concept_set(Embedder(embedder), concept)
     model = Embedder(embedder) if transform.text_side else None
+    store = (connector_name, path, url, option)
+    before = _leak_scan(store, collection, embedder, out and out / "before") if scan_after else None
     source = open_connector(connector_name, collection, path, url, option)
     target = source if in_place else open_connector(connector_name, to_collection, path, url, option)
     with source, target, progress() as bars:
@@ -148,18 +171,53 @@ def protect(
                 embedder_name=None if model is None else model.name,
                 stored_text=stored_text,  # type: ignore[arg-type]
             )
-    say(f"copied {result.copied} records through {transform_name} (strength {strength}) to {to_collection}")
+    say(escape(result.summary(f"{transform_name} (strength {transform.strength:g})", to_collection)))
     for problem in result.problems[:10]:
-        say(f"  skipped {problem}")
-    if scan_after and not in_place:
-        counts = []
-        for name in (collection, to_collection):
-            with open_connector(connector_name, name, path, url, option) as connector, progress() as bars:
-                location = redact_location(str(path or url))
-                counts.append(leak_counts(connector, connector_name, location, Embedder(embedder), bars))
-        keys = sorted(set(counts[0]) | set(counts[1]))
-        rows = [(f"{key[0]}: {key[1]}", str(counts[0][key]), str(counts[1][key])) for key in keys]
-        print_table(["records flagged", collection, to_collection], rows, title="leaks before and after")
+        say(f"  skipped {escape(problem)}")
+    if before is None:
+        return
+    after = _leak_scan(store, to_collection, embedder, out and out / "after")
+    _print_before_and_after(before, after, collection, to_collection, fail_on)
+    sys.exit(exit_code(after, fail_on))
+
+
+def _leak_scan(
+    store: tuple[str, Path | None, str | None, tuple[str, ...]], collection: str, embedder: str, out: Path | None
+) -> Report:
+    """A default scan of one collection of the store, for protect's before and after; its reports into ``out``."""
+    from vdbguard.errors import VdbguardError
+    from vdbguard.protect import leak_scan
+    from vdbguard.reports import DEFAULT_FORMATS, write_reports
+    from vdbguard.scan import resolve_embedder
+
+    connector_name, path, url, option = store
+    try:
+        with open_connector(connector_name, collection, path, url, option) as connector, progress() as bars:
+            model = resolve_embedder(connector, embedder)
+            report = leak_scan(connector, connector_name, redact_location(str(path or url)), model, bars)
+    except VdbguardError as exc:
+        exc.hint = f"{exc.hint}; or protect with --no-scan" if exc.hint else "protect with --no-scan"
+        raise
+    if out is not None:
+        write_reports(report, out, DEFAULT_FORMATS)
+    return report
+
+
+def _print_before_and_after(before: Report, after: Report, collection: str, to_collection: str, fail_on: str) -> None:
+    """Records flagged per kind and type, before and after: all of them, and those at least as severe as --fail-on
+    (medium with --fail-on never)."""
+    from vdbguard.protect import leak_counts
+
+    at_least = Severity.MEDIUM if fail_on == "never" else Severity(fail_on)
+    counts = [leak_counts(before), leak_counts(after), leak_counts(before, at_least), leak_counts(after, at_least)]
+    keys = sorted(set(counts[0]) | set(counts[1]))
+    rows = [(f"{kind}: {pii_type}", *(str(count[(kind, pii_type)]) for count in counts)) for kind, pii_type in keys]
+    severe = f"{at_least.value} or worse"
+    header = ["finding: type", collection, to_collection, f"{severe}, before", f"{severe}, after"]
+    print_table(header, rows, title="records flagged before and after protection")
+    if fail_on != "never":
+        worst = sum(1 for finding in after.iter_findings() if finding.severity.rank >= at_least.rank)
+        say(f"after protection: {worst} findings at least {fail_on} (--fail-on {fail_on})")
 
 
 subject_options = options(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from vdbguard.cli.common import (
@@ -16,6 +15,7 @@ from vdbguard.cli.common import (
     profile_option,
     progress,
     say_reports_written,
+    show_table,
     write_reports,
 )
 from vdbguard.cli.help import Command
@@ -63,7 +63,7 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...]) -> Non
         f"{metrics.false_positive_rate:.1%} false positives",
     )
     table.caption = f"precision {metrics.precision:.1%}"
-    Console().print(table)
+    show_table(table)
 
 
 @click.command(cls=Command)

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from vdbguard.cli.common import (
     EXIT_CLEAN,
+    EXIT_ERROR,
     connector_factory,
     exit_code,
     exit_with,
@@ -29,6 +30,7 @@ from vdbguard.cli.common import (
     profile_option,
     progress,
     say,
+    say_error,
     say_reports_written,
     store_flags,
     store_options,
@@ -42,7 +44,7 @@ from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
 if TYPE_CHECKING:
     from vdbguard.config import JobConfig, Suppression
     from vdbguard.reports.schema import Report
-    from vdbguard.scan.job import CollectionResult
+    from vdbguard.scan.job import CollectionFailure, CollectionResult
     from vdbguard.scan.publish import Publisher
 
 
@@ -360,7 +362,7 @@ def _scan_job(
 ) -> int:
     """Every collection of the job, the baseline's suppressions added to the job's, then the store summary; the
     exit code is the worst."""
-    from vdbguard.scan.job import run_job
+    from vdbguard.scan.job import CollectionFailure, run_job
     from vdbguard.scan.publish import Publisher, with_baseline
 
     _say_expired(config.expired_suppressions(datetime.date.today()))
@@ -371,6 +373,13 @@ def _scan_job(
     code = EXIT_CLEAN
     with progress() as bars:
         for result in run_job(config, progress=bars, on_failure=publisher.failed, store_folders=store_folders):
+            if isinstance(result, CollectionFailure):
+                _say_failed(result, config.job.state)
+                publisher.store_summary.add_failure(result.store, result.collection, result.error)
+                if summary is not None:
+                    summary.add_failure(result.store, result.collection, result.error)
+                code = EXIT_ERROR
+                continue
             one_code = _published(result, publisher, config.job.fail_on, config.output.formats, summary, one=False)
             code = max(code, one_code)
     output_dir = config.resolve(config.output.dir)
@@ -383,6 +392,15 @@ def _scan_job(
         title += "records with a high or critical finding)"
         print_table(header, [[escape(cell) for cell in row] for row in rows], title=title)
     return code
+
+
+def _say_failed(failure: CollectionFailure, state: Path | None) -> None:
+    """A collection that failed, said as it happens; the job goes on with the next."""
+    hint = failure.error.hint
+    if state is not None and failure.error.resumable:
+        resume = f"what was scanned is kept in {state}: run the same command again to resume"
+        hint = f"{hint}; then {resume}" if hint else resume
+    say_error(f"{failure.store}/{failure.collection}: {failure.error.message} (the other collections go on)", hint)
 
 
 def _published(
@@ -410,6 +428,8 @@ def _published(
             f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} "
             f"(target {c.target_false_positive_rate})"
         )
+    if report.verdict is not None and report.verdict.name != "owner":
+        say(f"judged by the {report.verdict.name} verdict: {escape(report.verdict.reason)}", "verdict")
     code = exit_code(report, fail_on)
     if summary is None:
         print_summary(report)

@@ -71,7 +71,8 @@ def _corpus_sources_digest() -> str:
 
     code = Path(vdbguard.corpus.__file__).parent
     data = Path(vdbguard.data.__path__[0])
-    files = (*sorted(code.glob("*.py")), *sorted(f for f in data.iterdir() if f.is_file()))
+    inputs = sorted(f for f in data.iterdir() if f.is_file() and f.name != vdbguard.data.FIRST_RUN_CACHE)
+    files = (*sorted(code.glob("*.py")), *inputs)
     versions = [f"{package}=={metadata.version(package)}" for package in ("faker", "chatterbot-corpus", "spacy")]
 
     def contents() -> str:

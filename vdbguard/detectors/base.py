@@ -74,6 +74,10 @@ class Detector(ABC):
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         return [self.detect(text) for text in texts]
 
+    def expect(self, texts: int) -> None:  # noqa: B027  # a hint most detectors have no use for
+        """A hint that about ``texts`` more texts are coming (a calibration sample): a detector spread over processes
+        starts using every core now rather than once the scan has proved big."""
+
 
 def identity_of(name: str, version: int, settings: DetectorSettings | None) -> list[str | int]:
     """A detector plugin's name and version, and the digest of its settings unless they are the defaults."""

@@ -207,6 +207,7 @@ class ProcessSharedDetector(Detector):
         self.processes = processes
         self.start_after = start_after
         self._read = 0
+        self._expected = 0
         self._workers: list[DetectorWorker] = [early] if early is not None else []
         self._started: list[DetectorWorker] = []
         self._finalizer = weakref.finalize(self, _stop_all, self._started)
@@ -226,13 +227,26 @@ class ProcessSharedDetector(Detector):
     def close(self) -> None:
         self._finalizer()
 
-    def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
-        self._read += len(texts)
-        big = self._read > self.start_after
-        if big and self.processes > 1 and len(self._workers) < self.processes - 1:
+    def expect(self, texts: int) -> None:
+        """Workers start now, when ``texts`` make a big job: they load while the first texts are read."""
+        self._expected = max(self._expected, texts)
+        if self._big():
+            self._start_workers()
+
+    def _big(self) -> bool:
+        return self._read > self.start_after or self._expected >= self.start_after
+
+    def _start_workers(self) -> None:
+        if self.processes > 1 and len(self._workers) < self.processes - 1:
             started = [DetectorWorker(self.name, self.settings) for _ in range(self.processes - 1 - len(self._workers))]
             self._workers.extend(started)
             self._started.extend(started)
+
+    def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
+        self._read += len(texts)
+        big = self._big()
+        if big:
+            self._start_workers()
         here = self._detector is not None or big or self._plugin.loaded_here()  # this process detects too
         ready = self._ready_workers(wait=not here)
         if not ready or (here and len(texts) <= CHUNK):

@@ -192,17 +192,18 @@ class Embedder:
 
     def _identity(self) -> dict[str, object]:
         """Fingerprint and dimension, kept per model folder digest: a scan that attacks nothing (an unchanged
-        re-scan) or only with attacks that never encode text then never loads the model."""
+        re-scan) or only with attacks that never encode text then never loads the model. The packaged model's ships
+        in the first-run cache (``vdbguard.cache.cached_json``), so a first scan loads it only to embed text."""
+        return cached_json(cache_root() / "embedders" / f"{self.files_digest}-identity-2.json", self.measured_identity)
 
-        def measure() -> dict[str, object]:
-            probes = self.encode(list(_FINGERPRINT_PROBES))
-            return {
-                "fingerprint": hashlib.sha256(np.round(probes, 2).astype(np.float32).tobytes()).hexdigest()[:16],
-                "dimension": int(self.model.get_embedding_dimension()),
-                "probes": np.round(probes, 6).tolist(),
-            }
-
-        return cached_json(cache_root() / "embedders" / f"{self.files_digest}-identity-2.json", measure)
+    def measured_identity(self) -> dict[str, object]:
+        """The model's fingerprint, dimension and probe embeddings, measured by loading it and embedding the probes."""
+        probes = self.encode(list(_FINGERPRINT_PROBES))
+        return {
+            "fingerprint": hashlib.sha256(np.round(probes, 2).astype(np.float32).tobytes()).hexdigest()[:16],
+            "dimension": int(self.model.get_embedding_dimension()),
+            "probes": np.round(probes, 6).tolist(),
+        }
 
     def encode(self, texts: Sequence[str], progress: Advance | None = None) -> np.ndarray:
         """Unit-normalised float32 embeddings, in chunks so a progress bar can follow."""

@@ -227,6 +227,9 @@ def _coverage(report: Report) -> list[str]:
 def _quality(report: Report) -> list[str]:
     """What a flag means: the calibration measured on this store, and the benchmark on real text."""
     lines: list[str] = []
+    if report.verdict is not None:
+        verdict = report.verdict
+        lines += ["", "## Verdict", "", f"Judged by the {verdict.name} verdict: {escape_text(verdict.reason)}."]
     c = report.calibration
     if c is not None:
         source = (

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 
 class Severity(StrEnum):
@@ -84,7 +84,8 @@ class Finding(BaseModel):
         default=None,
         description="whether the stored vector is the embedder's vector of the stored text (re-embedded, cosine "
         ">= 0.98): then the vector holds no more than the text, and a type the text does not contain is capped at "
-        "low severity; null when not checked (no text, or an embedder that cannot run here) (schema 1.4)",
+        "low severity; null when not checked (no text, an embedder that cannot run here, or a flagged type that the "
+        "detector or a validator finds in the text, where the check could not change the severity) (schema 1.4)",
     )
 
 
@@ -160,6 +161,16 @@ class OwnerCalibration(BaseModel):
     loaded_from: str | None = Field(default=None, description="set when a saved calibration was reused")
 
 
+class VerdictInfo(BaseModel):
+    """Which verdict judged the records by their vectors, and why that one (schema 1.7)."""
+
+    name: Literal["owner", "packaged", "any"] = Field(
+        description="owner: fitted (or reused) on this store's own labelled records; packaged: fitted on held-out "
+        "real text and shipped; any: each attack's own threshold"
+    )
+    reason: str = Field(description="why this verdict: e.g. why owner-side calibration did not run or could not fit")
+
+
 class ExpectedQuality(BaseModel):
     """How this kind of scan did on real text in the project's benchmark: what a flag here is likely to mean."""
 
@@ -219,6 +230,7 @@ class Report(BaseModel):
     calibration: OwnerCalibration | None = Field(
         default=None, description="owner-side calibration, when the scan fitted (or reused) one"
     )
+    verdict: VerdictInfo | None = Field(default=None, description="the verdict that judged the vectors, and why")
     expected_quality: list[ExpectedQuality] = Field(
         default_factory=list,
         description="the verdicts' measured quality on real text, for this embedder and verdict mode; empty when "

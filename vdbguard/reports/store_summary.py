@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vdbguard.cache import atomic_write
+from vdbguard.credentials import safe_text
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.markdown import code_span, escape_text
 from vdbguard.reports.schema import Finding, Report, Severity
@@ -117,14 +118,32 @@ def collection_row(report: Report, store: str, reports: Path | str) -> Collectio
     )
 
 
+@dataclass(frozen=True)
+class FailedCollection:
+    """A collection whose scan failed: named in the summary, with the error (credentials scrubbed)."""
+
+    store: str
+    collection: str
+    error: str
+    hint: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"store": self.store, "collection": self.collection, "error": self.error, "hint": self.hint}
+
+
 @dataclass
 class StoreSummary:
     """Rows added as collections finish; written once the last one has."""
 
     rows: list[CollectionRow] = field(default_factory=list)
+    failed: list[FailedCollection] = field(default_factory=list)
 
     def add(self, report: Report, store: str, reports: Path | str) -> None:
         self.rows.append(collection_row(report, store, reports))
+
+    def add_failure(self, store: str, collection: str, error: VdbguardError) -> None:
+        hint = None if error.hint is None else safe_text(error.hint)
+        self.failed.append(FailedCollection(store, collection, safe_text(error.message), hint))
 
     def ordered(self) -> list[CollectionRow]:
         return sorted(self.rows, key=CollectionRow.risk_order)
@@ -146,8 +165,10 @@ class StoreSummary:
             "sensitivity": SENSITIVITY,
             "finding_kinds": self.kinds(),
             "collections": [row.as_json() for row in rows],
+            "failed": [failure.as_json() for failure in self.failed],
             "totals": {
                 "collections": len(rows),
+                "collections_failed": len(self.failed),
                 "collections_with_findings": sum(1 for row in rows if row.flagged),
                 "records_scanned": records,
                 "records_with_findings": sum(row.flagged for row in rows),
@@ -176,6 +197,9 @@ class StoreSummary:
             ]
             for row in self.ordered()
         ]
+        for failure in self.failed:
+            cells = [*([failure.store] if stores else []), failure.collection, "-", *("-" for _ in self.kinds())]
+            rows.append([*cells, "failed", "-"])
         return header, rows
 
     def markdown(self) -> str:
@@ -210,6 +234,13 @@ class StoreSummary:
             f"Sensitivity: the {escape_text(SENSITIVITY)}. Each collection's report.md lists its findings.",
             "",
         ]
+        if self.failed:
+            lines += [f"## {len(self.failed)} collections failed", "", "Not scanned; the others were.", ""]
+            for failure in self.failed:
+                where = f"{code_span(failure.store)}/{code_span(failure.collection)}"
+                hint = f" ({escape_text(failure.hint)})" if failure.hint else ""
+                lines += [f"- {where}: {escape_text(failure.error)}{hint}"]
+            lines += [""]
         return "\n".join(lines)
 
     def write(self, out: Path) -> list[Path]:

@@ -96,9 +96,14 @@ class JsonSummary:
     fail_on: str
     top: int = TOP_FINDINGS
     scans: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, report: Report, code: int, reports: dict[str, str], store: str | None = None) -> None:
         self.scans.append(scan_entry(report, code, reports, self.top, store))
+
+    def add_failure(self, store: str, collection: str, error: VdbguardError) -> None:
+        """A collection of several whose scan failed (the others went on): exit code 2 for the command."""
+        self.failed.append({"store": store, "collection": collection, "error": _error_entry(error)})
 
     def render(self, code: int, error: VdbguardError | None = None) -> str:
         """The whole summary as one line of JSON; ``error`` (with exit code 2) when the command failed."""
@@ -113,6 +118,7 @@ class JsonSummary:
             "by_pii_type": _total(self.scans, "by_pii_type"),
             "findings_suppressed": sum(scan["findings_suppressed"] for scan in self.scans),
             "scans": self.scans,
+            "failed_collections": self.failed,
             "error": None if error is None else _error_entry(error),
         }
         return json.dumps(summary, ensure_ascii=False)

@@ -105,13 +105,17 @@ class Scanner:
         policy: FindingPolicy | None = None,
         source_embedder: Embedder | None = None,
         finding_kinds: Iterable[str] = (VECTOR,),
+        detected: dict[str, list[Detection]] | None = None,
     ) -> None:
+        """``detected``: what the detector already found in some texts (owner-side calibration labelled the stored
+        ones and read what the inversions recovered), so the scan does not read them twice; shared, not copied:
+        the scanner adds the recovered texts it detects."""
         if not attacks:
             raise VdbguardError("no attacks to run", "pass at least one --attack")
         self.attacks = list(attacks)
         self.detector = detector
         self._detected: dict[str, list[Detection]] = {}
-        self._recovered_before: dict[str, list[Detection]] = {}
+        self._recovered_before: dict[str, list[Detection]] = {} if detected is None else detected
         self.dimension = dimension
         self.mask_pii = mask_pii
         self.verdict = verdict
@@ -174,11 +178,20 @@ class Scanner:
             stored |= {text for record, _ in usable if (text := record.source_text) is not None}
             with self._detected_in(_recovered_texts(inferred), stored):
                 claims = [self._allowed(self._candidates(inferences)) for inferences in inferred]
-                fused = self._fused(claims)
-                for (record, digest), inferences, candidates, probabilities in zip(
-                    usable, inferred, claims, fused, strict=True
+                decided = [
+                    self._decide(candidates, probabilities) if self._reports_vector(record) else []
+                    for (record, _), candidates, probabilities in zip(usable, claims, self._fused(claims), strict=True)
+                ]
+                matches = self._vectors_match(
+                    [
+                        record if self._unconfirmed(record, evidence) else None
+                        for (record, _), evidence in zip(usable, decided, strict=True)
+                    ]
+                )
+                for (record, digest), inferences, candidates, evidence, match in zip(
+                    usable, inferred, claims, decided, matches, strict=True
                 ):
-                    rows.append(self._row(record, digest, inferences, candidates, probabilities))
+                    rows.append(self._row(record, digest, inferences, candidates, evidence, match))
         return rows
 
     @contextlib.contextmanager
@@ -253,20 +266,24 @@ class Scanner:
         alone = [e for e in evidence if e.pii_type not in self.verdict.models and detected_only(e.pii_type)]
         return fused + [e for e in evidence if e.pii_type in decided] + alone
 
+    def _reports_vector(self, record: VectorRecord) -> bool:
+        return VECTOR in self.finding_kinds and (self.policy is None or not self.policy.allows_record(record.id))
+
     def _row(
         self,
         record: VectorRecord,
         digest: bytes,
         inferences: list[Inference],
         candidates: list[Candidate],
-        probabilities: dict[str, float] | None,
+        evidence: list[Evidence],
+        matches_source: bool | None,
     ) -> RecordRow:
         text = record.source_text
         source_types = set() if text is None else {d.pii_type for d in self._detect(text)}
         row = RecordRow(record.id, digest, attacked=True, has_text=text is not None, has_pii=bool(source_types))
         if self.policy is None or not self.policy.allows_record(record.id):
-            if VECTOR in self.finding_kinds:
-                row.finding = self._finding(record, inferences, source_types, candidates, probabilities)
+            if evidence:
+                row.finding = self._finding(record, inferences, source_types, candidates, evidence, matches_source)
             row.text_finding = self._stored_text_finding(record)
         return row
 
@@ -314,11 +331,9 @@ class Scanner:
         inferences: list[Inference],
         source_types: set[AnyPiiType],
         candidates: list[Candidate],
-        probabilities: dict[str, float] | None,
-    ) -> Finding | None:
-        evidence = self._decide(candidates, probabilities)
-        if not evidence:
-            return None
+        evidence: list[Evidence],
+        matches: bool | None,
+    ) -> Finding:
         pii_words = {word for c in candidates if c.value is not None for word in _WORD.findall(c.value.lower())}
         secrets = [c.value.lower() for c in candidates if c.value and c.pii_type is PiiType.SECRET]
         secret_words = {word for secret in secrets for word in _WORD.findall(secret)}
@@ -346,8 +361,7 @@ class Scanner:
         verbatim = any(value.lower() in lowered for value in recovered_values)
         overrides = self._severity_overrides()
         severity = severity_of(flagged, recovered_verbatim=bool(text) and verbatim, overrides=overrides)
-        matches = self._vector_matches(record, text)
-        if matches and not flagged & source_types and not any(may_hold(t, text or "") for t in flagged):
+        if matches:
             severity = Severity.LOW  # the vector holds no more than a text that the detector and validators clear
         return Finding(
             record_id=record.id,
@@ -372,15 +386,36 @@ class Scanner:
         """The base severity of the user's own types (their identifiers name it), then the job's own per type."""
         return {**self.detector.severities(), **(self.policy.severity_by_type if self.policy else {})}
 
-    def _vector_matches(self, record: VectorRecord, text: str | None) -> bool | None:
-        """Whether the record's vector is the store's model's vector of its stored text (None: not checked)."""
-        if text is None or self.source_embedder is None or record.vector is None:
-            return None
-        vector = np.asarray(record.vector, dtype=np.float32)
-        if vector.shape != (self.source_embedder.dimension,):
-            return None
-        embedded = self.source_embedder.encode([text])[0]
-        return bool(float(embedded @ vector) / max(float(np.linalg.norm(vector)), 1e-12) >= SAME_TEXT)
+    def _unconfirmed(self, record: VectorRecord, evidence: Sequence[Evidence]) -> bool:
+        """Whether the record is flagged for types that neither the detector nor a validator finds in its stored
+        text: only there does it matter whether the vector is that text's own (then it holds no more)."""
+        text = record.source_text
+        if not evidence or text is None:
+            return False
+        flagged = {pii_type_of(e.pii_type) for e in evidence}
+        found = {d.pii_type for d in self._detect(text)}
+        return not flagged & found and not any(may_hold(t, text) for t in flagged)
+
+    def _vectors_match(self, records: Sequence[VectorRecord | None]) -> list[bool | None]:
+        """Per record given, whether its vector is the store's model's vector of its stored text, in one
+        ``encode`` for the page (None: not asked, or not checked)."""
+        model = self.source_embedder
+        checked = {
+            row: (record.source_text, vector)
+            for row, record in enumerate(records)
+            if model is not None
+            and record is not None
+            and record.source_text is not None
+            and record.vector is not None
+            and (vector := np.asarray(record.vector, dtype=np.float32)).shape == (model.dimension,)
+        }
+        matches: list[bool | None] = [None] * len(records)
+        if model is None or not checked:
+            return matches
+        embedded = model.encode([text or "" for text, _ in checked.values()])
+        for (row, (_, vector)), own in zip(checked.items(), embedded, strict=True):
+            matches[row] = bool(float(own @ vector) / max(float(np.linalg.norm(vector)), 1e-12) >= SAME_TEXT)
+        return matches
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -30,6 +30,24 @@ from vdbguard.scan.verdict import StackedVerdict
 VERSION = 3
 
 
+def verdict_corpus(records: int) -> list[LabelledText]:
+    """What the packaged verdict is fitted on: ``records`` real sentences with PII and as many without, and a third as
+    many of each from the templates (another seed than training and the demo)."""
+    from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii  # Faker: only to fit
+    from vdbguard.corpus.real import real_corpus
+
+    templated = records // 3
+    return [
+        *real_corpus(records, records, seed=0, split="calibration"),
+        *synthetic_pii(templated, seed=derive_seed(0, "verdict")),
+        *synthetic_clean(templated, seed=derive_seed(0, "verdict")),
+    ]
+
+
+def verdict_corpus_hash(records: int) -> str:
+    return cached_corpus_hash(f"verdict-{records}", lambda: verdict_corpus(records))
+
+
 def packaged_verdict(
     attacks: Sequence[Attack],
     detector: Detector,
@@ -48,24 +66,12 @@ def packaged_verdict(
     ``training_digest`` (the hash of the corpus the attacks learned from) keys the cache, so retrained
     attacks get a refitted verdict.
     """
-    templated = records // 3
-
-    def calibration_corpus() -> list[LabelledText]:
-        from vdbguard.corpus.generator import derive_seed, synthetic_clean, synthetic_pii  # Faker: only to fit
-        from vdbguard.corpus.real import real_corpus
-
-        return [
-            *real_corpus(records, records, seed=0, split="calibration"),
-            *synthetic_pii(templated, seed=derive_seed(0, "verdict")),
-            *synthetic_clean(templated, seed=derive_seed(0, "verdict")),
-        ]
-
     identity = {
         "version": VERSION,
         "attacks": [(a.name, a.version, a.threshold) for a in attacks],
         "detector": detector.built_in_identity(),  # a user's own types are never fitted here
         "training": training_digest,
-        "calibration": cached_corpus_hash(f"verdict-{records}", calibration_corpus),
+        "calibration": verdict_corpus_hash(records),
         "target_fpr": target_fpr,
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
@@ -75,7 +81,7 @@ def packaged_verdict(
         if path.exists():
             return StackedVerdict.from_json(json.loads(path.read_text()))
     path = fitted[0]
-    corpus = calibration_corpus()
+    corpus = verdict_corpus(records)
     embeddings = embed_corpus(embedder, corpus, progress, cache_dir)
     vectors = [VectorRecord(id=str(i), vector=v) for i, v in enumerate(embeddings)]
     with (progress or Silent()).task("Fitting the verdict on held-out real text", None):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import functools
+import logging
 import os
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vdbguard.cache import writable_dir
 from vdbguard.config import JobConfig, StoreSettings, Suppression
@@ -34,8 +36,13 @@ from vdbguard.reports.schema import STORED_TEXT, Finding, Report
 from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.state import ScanStore, restrict, suppression_key
 
+if TYPE_CHECKING:
+    from vdbguard.detectors.shared import WorkerSlot
+    from vdbguard.scan.settings import ScanSettings
+
 GLOB_CHARACTERS = "*?["
 SHOWN_NAMES = 50  # existing collections an error names at most
+log = logging.getLogger(__name__)
 
 
 def is_pattern(name: str) -> bool:
@@ -76,6 +83,24 @@ class CollectionResult:
     report: Report
     out: Path
     duration_s: float
+
+
+@dataclass(frozen=True)
+class CollectionFailure:
+    """A collection whose scan failed: the job goes on with the others and names it at the end (store summary,
+    exit code 2)."""
+
+    store: str
+    collection: str
+    error: VdbguardError
+    duration_s: float
+
+
+def as_error(exc: Exception) -> VdbguardError:
+    """A failure as the error a user reads: vdbguard's own as it is, anything else named by its type."""
+    if isinstance(exc, VdbguardError):
+        return exc
+    return VdbguardError(f"{type(exc).__name__}: {exc}", "re-run with -v; if it persists, report it with this message")
 
 
 def apply_suppressions(report: Report, suppressions: list[Suppression]) -> tuple[Report, dict[str, list[str]]]:
@@ -123,20 +148,17 @@ def run_job(
     today: date | None = None,
     on_failure: Callable[[str, str, float], None] | None = None,
     store_folders: bool = True,
-) -> Iterator[CollectionResult]:
-    """Scan every collection of the job in turn, yielding each one's report once it is written.
+) -> Iterator[CollectionResult | CollectionFailure]:
+    """Scan every collection of the job in turn, yielding each one's report once it is written, or its failure:
+    one collection's error never stops the others (a Ctrl-C does).
 
     Suppressions that expired before ``today`` no longer apply (``config.expired_suppressions`` lists them).
-    ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before the error.
+    ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before it is yielded.
     ``store_folders=False`` writes each collection's reports to ``<output.dir>/<collection>/``, without the store's
     folder (``scan --collection PATTERN``, which names one store).
     """
-    from vdbguard.connectors import load_connector
     from vdbguard.detectors.shared import WorkerSlot
-    from vdbguard.embedders import DEFAULT_EMBEDDER
-    from vdbguard.scan.distributed import RayExecutor
-    from vdbguard.scan.run import resolve_embedder, scan_collection
-    from vdbguard.scan.settings import ScanSettings, ScanTarget
+    from vdbguard.scan.settings import ScanSettings
 
     today = today or date.today()
     suppressions = config.active_suppressions(today)
@@ -148,35 +170,72 @@ def run_job(
         writable_dir(config.resolve(job.state).parent, "the job.state folder")
     with contextlib.closing(WorkerSlot()) as detector_workers:  # one early PII detector for every collection
         for store, collections in plan:
-            connector_cls = load_connector(store.connector)
             for collection in collections:
                 started = time.monotonic()
-                with failure_reported(on_failure, store.label, collection, started):
-                    settings = store.connector_settings(collection, config.base_dir)
-                    with _settings_checked(store):
-                        connector = connector_cls(**settings)
-                    with connector:
-                        model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
-                        executor = None
-                        if job.executor == "ray":
-                            opener = functools.partial(connector_cls, **settings)
-                            executor = RayExecutor(opener, job.workers, job.ray_address)
-                        report = scan_collection(
-                            connector,
-                            ScanTarget.of_store(config, store),
-                            scan_settings,
-                            embedder=model,
-                            progress=progress,
-                            executor=executor,
-                            detector_workers=detector_workers,
-                        )
-                    report, open_types = apply_suppressions(report, suppressions)
-                    if job.state is not None and open_types:
-                        with ScanStore(config.resolve(job.state)) as state:
-                            state.save_report(report, open_types)
-                    out = _output_dir(config, store, collection, store_folders)
-                    write_reports(report, out, config.output.formats)
+                try:
+                    report, out = _scan_one(
+                        config,
+                        store,
+                        collection,
+                        scan_settings,
+                        suppressions,
+                        progress,
+                        detector_workers,
+                        store_folders,
+                    )
+                except Exception as exc:
+                    log.debug("scan of %s/%s failed", store.label, collection, exc_info=True)
+                    if on_failure is not None:
+                        on_failure(store.label, collection, time.monotonic() - started)
+                    yield CollectionFailure(store.label, collection, as_error(exc), time.monotonic() - started)
+                    continue
                 yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
+
+
+def _scan_one(
+    config: JobConfig,
+    store: StoreSettings,
+    collection: str,
+    scan_settings: ScanSettings,
+    suppressions: list[Suppression],
+    progress: ProgressSink | None,
+    detector_workers: WorkerSlot,
+    store_folders: bool,
+) -> tuple[Report, Path]:
+    """One collection of the job scanned, its suppressions applied and its reports written."""
+    from vdbguard.connectors import load_connector
+    from vdbguard.embedders import DEFAULT_EMBEDDER
+    from vdbguard.scan.distributed import RayExecutor
+    from vdbguard.scan.run import resolve_embedder, scan_collection
+    from vdbguard.scan.settings import ScanTarget
+
+    job = config.job
+    connector_cls = load_connector(store.connector)
+    settings = store.connector_settings(collection, config.base_dir)
+    with _settings_checked(store):
+        connector = connector_cls(**settings)
+    with connector:
+        model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
+        executor = None
+        if job.executor == "ray":
+            opener = functools.partial(connector_cls, **settings)
+            executor = RayExecutor(opener, job.workers, job.ray_address)
+        report = scan_collection(
+            connector,
+            ScanTarget.of_store(config, store),
+            scan_settings,
+            embedder=model,
+            progress=progress,
+            executor=executor,
+            detector_workers=detector_workers,
+        )
+    report, open_types = apply_suppressions(report, suppressions)
+    if job.state is not None and open_types:
+        with ScanStore(config.resolve(job.state)) as state:
+            state.save_report(report, open_types)
+    out = _output_dir(config, store, collection, store_folders)
+    write_reports(report, out, config.output.formats)
+    return report, out
 
 
 @contextlib.contextmanager

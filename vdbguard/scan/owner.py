@@ -12,11 +12,11 @@ record, with or without text, is then judged by its vector alone.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -24,17 +24,17 @@ import numpy as np
 
 from vdbguard.attacks import Attack
 from vdbguard.attacks.alignment import AlignedAttack, load_mapping, ridge_map
-from vdbguard.attacks.base import l2_normalise
+from vdbguard.attacks.base import l2_normalise, one_blas_thread
 from vdbguard.attacks.pii_probe import PiiProbeAttack
 from vdbguard.cache import private_dir
 from vdbguard.connectors.base import Connector
 from vdbguard.corpus import LabelledText
-from vdbguard.detectors.base import Detector
+from vdbguard.detectors.base import Detection, Detector
 from vdbguard.embedders import Embedder
 from vdbguard.embedders.loading import same_probe_embeddings
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.pii import AnyPiiType
-from vdbguard.progress import ProgressSink, Silent
+from vdbguard.progress import Advance, ProgressSink, Silent
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import OwnerCalibration, TypeQuality
 from vdbguard.scan.engine import Scanner
@@ -80,7 +80,15 @@ OFF = CalibrationOptions(mode="off")
 @dataclass
 class LabelledSample:
     records: list[VectorRecord]
-    labels: list[frozenset[AnyPiiType]]
+    detections: list[list[Detection]]
+    labels: list[frozenset[AnyPiiType]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.labels = [frozenset(d.pii_type for d in found) for found in self.detections]
+
+    def detections_by_text(self) -> dict[str, list[Detection]]:
+        """What the detector found in each labelled text: the scan reads the same texts and need not detect twice."""
+        return {record.source_text or "": found for record, found in zip(self.records, self.detections, strict=True)}
 
 
 @dataclass
@@ -90,34 +98,71 @@ class Calibrated:
     attacks: list[Attack]
     verdict: StackedVerdict
     report: OwnerCalibration
+    detected: dict[str, list[Detection]] = field(default_factory=dict)
+
+
+@dataclass
+class Uncalibrated:
+    """Why the scan judges by the packaged verdict instead (the log and the report say it). ``aligned``: for a
+    store whose model cannot run here, the packaged attacks mapped into its space, fitted on the sample's text."""
+
+    reason: str
+    aligned: list[AlignedAttack] | None = None
+    detected: dict[str, list[Detection]] = field(default_factory=dict)
+
+
+class TooFewPositives(VdbguardError):
+    """The labelled sample holds too few records with PII to fit any probe: a store that is clean, or was
+    redacted well, is judged by the packaged verdict instead."""
 
 
 def labelled_sample(
-    connector: Connector, detector: Detector, dimension: int | None, limit: int, batch_size: int = 256
+    connector: Connector,
+    detector: Detector,
+    dimension: int | None,
+    limit: int,
+    batch_size: int = 256,
+    progress: ProgressSink | None = None,
+    records_in_store: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> LabelledSample:
     """The first ``limit`` records that keep their text and a usable vector, labelled by the detector.
 
     Read-only, like the scan. Records are taken in the store's own order (if that order tracks content,
     e.g. insertion by source, pass a ``limit`` that covers the store), and the search stops after
-    ``LOOK_AHEAD × limit`` records, so a store that keeps no text is not read twice end to end.
+    ``LOOK_AHEAD × limit`` records, or after ``limit`` without a text: a store that keeps none is not read twice.
+    Labelled page by page, by the detector (and its workers) the scan then uses, so progress can follow.
+    ``meanwhile`` runs in a background thread once a page holds text: what the scan needs next loads meanwhile.
     """
     records: list[VectorRecord] = []
-    texts = (
-        (batch, row, text)
-        for batch in connector.iter_batches(batch_size=batch_size)
-        for row, text in enumerate(batch.source_texts())
-    )
-    for batch, row, text in itertools.islice(texts, LOOK_AHEAD * limit):
-        if text is None:
-            continue
-        record = batch.take([row])[0]
-        with contextlib.suppress(RecordError):  # the scan itself reports bad records
-            record.checked_vector(dimension, attackable=True)
-            records.append(record)
-        if len(records) >= limit:
-            break
-    detections = detector.detect_many([record.source_text or "" for record in records])
-    return LabelledSample(records, [frozenset(d.pii_type for d in found) for found in detections])
+    detections: list[list[Detection]] = []
+    read = 0
+    total = limit if records_in_store is None else min(limit, records_in_store)
+    with contextlib.ExitStack() as stack:  # the task shows once the store proves to keep text
+        advance: Advance = lambda n: None  # noqa: E731
+        for batch in connector.iter_batches(batch_size=batch_size):
+            texts = batch.source_texts()[: LOOK_AHEAD * limit - read]
+            read += len(texts)
+            rows = [row for row, text in enumerate(texts) if text is not None][: limit - len(records)]
+            page = []
+            for record in batch.take(rows) if rows else []:
+                with contextlib.suppress(RecordError):  # the scan itself reports bad records
+                    record.checked_vector(dimension, attackable=True)
+                    page.append(record)
+            first = page and not records  # the store keeps text: the sample's texts are coming, then what inversion
+            if first:  # recovers from their vectors
+                advance = stack.enter_context(
+                    (progress or Silent()).task("Calibrating: labelling the store's text", total)
+                )
+                detector.expect(2 * total)
+            detections += detector.detect_many([record.source_text or "" for record in page])
+            if first and meanwhile is not None:  # after the detector's imports: two threads importing one package race
+                threading.Thread(target=meanwhile, daemon=True, name="vdbguard-preload").start()
+            records += page
+            advance(len(page))
+            if len(records) >= limit or read >= LOOK_AHEAD * limit or (read >= limit and not records):
+                break
+    return LabelledSample(records, detections)
 
 
 def calibrate_on_store(
@@ -129,8 +174,10 @@ def calibrate_on_store(
     target_fpr: float = DEFAULT_TARGET_FPR,
     seed: int = 0,
     align_to: Embedder | None = None,
+    step: Advance | None = None,
 ) -> Calibrated:
-    """Refit ``pii-probe`` on the store, then fit the verdict over every attack for ``target_fpr``.
+    """Refit ``pii-probe`` on the store, then fit the verdict over every attack for ``target_fpr``; ``step`` hears
+    each fold fitted (``PROBE_FOLDS + REPORT_FOLDS + 1`` in all).
 
     With ``align_to`` (a store whose own model cannot run here), the other attacks were trained for
     that packaged embedder and run on store vectors mapped into its space (``scan.alignment``).
@@ -139,6 +186,7 @@ def calibrate_on_store(
     saw it: each record's probe score comes from a probe fitted on the other folds, and the held-out
     quality in the report from verdicts fitted without the fold they are measured on.
     """
+    advance = step or (lambda n: None)
     n = len(sample.records)
     if n < MIN_RECORDS:
         raise VdbguardError(
@@ -158,19 +206,23 @@ def calibrate_on_store(
         return [probe, *(AlignedAttack(attack, mapping) for attack in others)], mapping
 
     folds = np.array_split(np.random.default_rng(seed).permutation(n), PROBE_FOLDS)
+    detected = sample.detections_by_text()  # and what the folds' inversions recover: the scan reads both again
     scores: list[dict[ScoreKey, float]] = [{} for _ in range(n)]
     alignment_cosines: list[float] = []
     for k, rows in enumerate(folds):
         fold_attacks, mapping = attacks_for(np.concatenate([fold for j, fold in enumerate(folds) if j != k]))
-        fold_scores = Scanner(fold_attacks, detector, dimension).evidence_scores([sample.records[i] for i in rows])
+        scanner = Scanner(fold_attacks, detector, dimension, detected=detected)
+        fold_scores = scanner.evidence_scores([sample.records[i] for i in rows])
         for i, row_scores in zip(rows, fold_scores, strict=True):
             scores[i] = row_scores
         if mapping is not None and targets is not None:
             mapped = l2_normalise(vectors[rows] @ mapping)
             alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
+        advance(1)
     final_attacks, _ = attacks_for(np.arange(n))
     labels = list(sample.labels)
     verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
+    advance(1)
     report = OwnerCalibration(
         used=True,
         records_labelled=n,
@@ -180,9 +232,9 @@ def calibrate_on_store(
         fused_cutoffs=verdict.cutoffs,
         aligned_to=align_to.name if align_to else None,
         alignment_cosine=round(float(np.mean(alignment_cosines)), 4) if alignment_cosines else None,
-        **_held_out_quality(scores, labels, target_fpr, seed),
+        **_held_out_quality(scores, labels, target_fpr, seed, advance),
     )
-    return Calibrated(final_attacks, verdict, report)
+    return Calibrated(final_attacks, verdict, report, detected)
 
 
 def _fit_probe(sample: LabelledSample, rows: np.ndarray, vectors: np.ndarray, seed: int) -> StoreProbe:
@@ -190,15 +242,20 @@ def _fit_probe(sample: LabelledSample, rows: np.ndarray, vectors: np.ndarray, se
     items = [LabelledText(sample.records[i].source_text or "", sample.labels[i], {}, "store") for i in rows]
     probe.fit(items, vectors[rows])
     if not probe.probes:
-        raise VdbguardError(
-            "owner-side calibration found too few records with PII in the sample to fit any probe",
-            "raise --calibration-sample, or scan with --owner-calibration off",
+        raise TooFewPositives(
+            f"owner-side calibration found {sum(1 for label in sample.labels if label)} records with PII among "
+            f"{len(sample.records)} labelled: too few to fit a probe",
+            "raise --calibration-sample to label more of the store",
         )
     return probe
 
 
 def _held_out_quality(
-    scores: Sequence[dict[ScoreKey, float]], labels: Sequence[frozenset[AnyPiiType]], target_fpr: float, seed: int
+    scores: Sequence[dict[ScoreKey, float]],
+    labels: Sequence[frozenset[AnyPiiType]],
+    target_fpr: float,
+    seed: int,
+    advance: Advance,
 ) -> dict:
     """Recall and false-positive rate per record and per type, each fold judged by a verdict fitted without it."""
     n = len(scores)
@@ -210,6 +267,7 @@ def _held_out_quality(
         for pii_type, probability in verdict.probabilities([scores[i] for i in rows]).items():
             fused.setdefault(pii_type, np.zeros(n))[rows] = probability
             flags.setdefault(pii_type, np.zeros(n, dtype=bool))[rows] = probability >= verdict.cutoffs[pii_type]
+        advance(1)
     any_flag = np.any(np.stack(list(flags.values())), axis=0) if flags else np.zeros(n, dtype=bool)
     has_pii = np.array([bool(label) for label in labels])
     per_type = {}
@@ -308,22 +366,50 @@ def owner_calibration(
     progress: ProgressSink | None = None,
     align_to: Embedder | None = None,
     embedder_probes: Sequence[Sequence[float]] | None = None,
-) -> Calibrated | None:
-    """The calibration the options ask for: reused, fitted on this store, or none (``off``, or ``auto``
-    on a store that keeps too little text). ``embedder_probes``: the embedder's probe embeddings, where it is a
-    model that runs here, so a calibration saved on another machine is recognised despite float noise."""
+    records_in_store: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
+) -> Calibrated | Uncalibrated:
+    """The calibration the options ask for: reused or fitted on this store; or why there is none (``off``, ``auto``
+    on a store that keeps too little text, a sample with too few records with PII to fit a probe: a clean store, or
+    one redacted well, is judged by the packaged verdict, never failed for it). ``embedder_probes``: the embedder's
+    probe embeddings, where it is a model that runs here, so a calibration saved on another machine is recognised
+    despite float noise."""
     if options.load_from is not None:
         return load_calibration(options.load_from, attacks, embedder_fingerprint, embedder_probes)
     if options.mode == "off":
-        return None
-    with (progress or Silent()).task("Calibrating on the store's own text", None):
-        sample = labelled_sample(connector, detector, dimension, options.sample, batch_size)
-        if options.mode == "auto" and len(sample.records) < MIN_RECORDS:
-            log.info("owner-side calibration skipped: text for %d records, needs %d", len(sample.records), MIN_RECORDS)
-            return None
-        calibrated = calibrate_on_store(
-            sample, attacks, detector, dimension, target_fpr=options.target_fpr, align_to=align_to
-        )
+        return Uncalibrated("owner-side calibration is off")
+    sample = labelled_sample(
+        connector, detector, dimension, options.sample, batch_size, progress, records_in_store, meanwhile
+    )
+    detected = sample.detections_by_text()
+    if options.mode == "auto" and len(sample.records) < MIN_RECORDS:
+        reason = f"the store keeps text for {len(sample.records)} records; owner-side calibration needs {MIN_RECORDS}"
+        log.info("owner-side calibration skipped: %s", reason)
+        return Uncalibrated(reason, detected=detected)
+    steps = PROBE_FOLDS + REPORT_FOLDS + 1
+    try:
+        with (
+            one_blas_thread(),
+            (progress or Silent()).task("Calibrating: fitting on the store's labels", steps) as advance,
+        ):
+            calibrated = calibrate_on_store(
+                sample, attacks, detector, dimension, target_fpr=options.target_fpr, align_to=align_to, step=advance
+            )
+    except TooFewPositives as exc:
+        log.warning("%s; the packaged verdict judges this scan instead", exc.message)
+        aligned = None if align_to is None else aligned_attacks(sample, attacks, dimension, align_to)
+        return Uncalibrated(exc.message, aligned, detected)
     if options.save_to is not None:
         save_calibration(calibrated, options.save_to, embedder_fingerprint, embedder_probes)
     return calibrated
+
+
+def aligned_attacks(
+    sample: LabelledSample, attacks: Sequence[Attack], dimension: int | None, align_to: Embedder
+) -> list[AlignedAttack]:
+    """Every packaged attack on store vectors mapped into ``align_to``'s space, the map fitted on the whole sample's
+    text (which needs no PII): a store of a model that cannot run here, too clean to calibrate on."""
+    vectors = l2_normalise(np.stack([record.checked_vector(dimension) for record in sample.records]))
+    targets = l2_normalise(align_to.encode([record.source_text or "" for record in sample.records]))
+    mapping = ridge_map(vectors, targets)
+    return [AlignedAttack(attack, mapping) for attack in attacks]

@@ -24,11 +24,17 @@ from vdbguard.detectors.shared import DetectorWorker, WorkerSlot, detector_cores
 from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
-from vdbguard.reports.schema import AttackInfo, EmbedderInfo, OwnerCalibration, Report, Target
+from vdbguard.reports.schema import AttackInfo, EmbedderInfo, OwnerCalibration, Report, Target, VerdictInfo
 from vdbguard.scan.distributed import RayExecutor, scan_on_ray
 from vdbguard.scan.engine import DeepTier, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
-from vdbguard.scan.owner import DEFAULT_TARGET_FPR, CalibrationOptions, has_saved_calibration, owner_calibration
+from vdbguard.scan.owner import (
+    DEFAULT_TARGET_FPR,
+    Calibrated,
+    CalibrationOptions,
+    has_saved_calibration,
+    owner_calibration,
+)
 from vdbguard.scan.quality import quality_for
 from vdbguard.scan.settings import ScanSettings, ScanTarget
 from vdbguard.scan.state import ScanStore, target_key, verdict_key
@@ -146,6 +152,7 @@ def scan_collection(
             progress,
             detector_processes=1 if executor is not None else detector_cores(),
             early_detector=early,
+            records_in_store=info.count,
         )
         return built.scanner
 
@@ -195,12 +202,12 @@ def scan_collection(
     if previous is not None and previous.coverage is not None:  # nothing attacked: same settings, same models
         identity, attack_info = previous.embedder, previous.attacks
         calibration_report, quality = previous.calibration, previous.expected_quality
-        unmeasured = previous.quality_not_measured
+        unmeasured, judged_by = previous.quality_not_measured, previous.verdict
     else:
         if built is None:
             build()
         assert built is not None
-        identity, calibration_report = built.identity, built.calibration
+        identity, calibration_report, judged_by = built.identity, built.calibration, built.verdict
         deep_attacks = deep.deep_scanner().attacks if deep is not None else []
         attack_info = [
             AttackInfo(name=a.name, description=a.description, threshold=a.threshold, metrics=a.metrics())
@@ -231,6 +238,7 @@ def scan_collection(
         coverage=result.coverage,
         history=result.history,
         calibration=calibration_report,
+        verdict=judged_by,
         expected_quality=quality,
         quality_not_measured=unmeasured,
     )
@@ -280,6 +288,7 @@ class BuiltScanner:
     scanner: Scanner
     identity: EmbedderInfo
     calibration: OwnerCalibration | None
+    verdict: VerdictInfo
 
 
 def _build_scanner(
@@ -291,6 +300,7 @@ def _build_scanner(
     progress: ProgressSink | None,
     detector_processes: int = 1,
     early_detector: DetectorWorker | None = None,
+    records_in_store: int | None = None,
 ) -> BuiltScanner:
     model = embedder or Embedder()  # for a store's own space: the packaged model its vectors are mapped into
     if embedder is None:
@@ -318,20 +328,31 @@ def _build_scanner(
         progress=progress,
         align_to=None if embedder else model,
         embedder_probes=None if embedder is None else embedder.probe_embeddings,
+        records_in_store=records_in_store,
+        meanwhile=None if embedder is None else lambda: embedder.model,  # the scan re-embeds flagged stored text
     )
     verdict = None
-    if calibrated is not None:
+    if isinstance(calibrated, Calibrated):
         attacks, verdict = calibrated.attacks, calibrated.verdict
-    elif settings.fused:
-        verdict = packaged_verdict(
-            attacks,
-            pii_detector,
-            model,
-            settings.calibration.target_fpr,
-            training_digest=training_digest(training),
-            records=training.verdict_records,
-            progress=progress,
-        )
+        c = calibrated.report
+        source = f"reused from {c.loaded_from}" if c.loaded_from else f"fitted on {c.records_labelled} records"
+        judged_by = VerdictInfo(name="owner", reason=f"owner-side calibration {source} of this store")
+    else:
+        judged_by = VerdictInfo(name="any", reason=f"--verdict any; {calibrated.reason}")
+        if settings.fused:
+            verdict = packaged_verdict(
+                attacks,
+                pii_detector,
+                model,
+                settings.calibration.target_fpr,
+                training_digest=training_digest(training),
+                records=training.verdict_records,
+                progress=progress,
+            )
+            judged_by = VerdictInfo(name="packaged", reason=calibrated.reason)
+        if calibrated.aligned is not None:
+            attacks = list(calibrated.aligned)
+            verdict = verdict and verdict.renamed({a.inner.name: a.name for a in calibrated.aligned})
     scanner = Scanner(
         attacks,
         pii_detector,
@@ -341,8 +362,10 @@ def _build_scanner(
         policy=settings.policy,
         source_embedder=embedder,
         finding_kinds=settings.finding_kinds,
+        detected=calibrated.detected,
     )
-    return BuiltScanner(scanner, identity, None if calibrated is None else calibrated.report)
+    report = calibrated.report if isinstance(calibrated, Calibrated) else None
+    return BuiltScanner(scanner, identity, report, judged_by)
 
 
 def warm_up(

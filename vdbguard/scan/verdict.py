@@ -11,11 +11,12 @@ record, where it buys the most recall. Stored as plain numbers (JSON), never pic
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vdbguard.attacks.base import one_blas_thread
 from vdbguard.pii import AnyPiiType
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ def _fit_type(features: np.ndarray, truth: np.ndarray, seed: int) -> tuple[Logis
 
     mean = features.mean(axis=0)
     scale = np.where(features.std(axis=0) > 1e-9, features.std(axis=0), 1.0)
-    model = LogisticRegression(C=1.0, max_iter=2000, random_state=seed).fit((features - mean) / scale, truth)
+    with one_blas_thread():
+        model = LogisticRegression(C=1.0, max_iter=2000, random_state=seed).fit((features - mean) / scale, truth)
     return model, mean, scale
 
 
@@ -106,6 +108,11 @@ class StackedVerdict:
         held_out = np.stack(out_of_fold, axis=1) if out_of_fold else np.zeros((len(labels), 0))
         cutoffs = _allocate_cutoffs(held_out, clean, target_fpr)
         return cls(models, dict(zip(models, cutoffs, strict=True)), target_fpr)
+
+    def renamed(self, names: Mapping[str, str]) -> StackedVerdict:
+        """The same verdict over attacks renamed (``names``: old -> new), e.g. the packaged attacks run aligned."""
+        models = {t: replace(m, attacks=[names.get(a, a) for a in m.attacks]) for t, m in self.models.items()}
+        return StackedVerdict(models, dict(self.cutoffs), self.target_fpr)
 
     def probabilities(self, scores: Sequence[Mapping[ScoreKey, float]]) -> dict[str, np.ndarray]:
         return {pii_type: model.probability(scores, pii_type) for pii_type, model in self.models.items()}

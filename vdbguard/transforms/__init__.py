@@ -36,5 +36,6 @@ def needs_help() -> str:
         f"Need a fit, made once and kept (--fit-file, or beside --state for a resume): {having('fit')}; "
         f"of these, fitted on vdbguard's corpus labelled for --concept: {having('labels')}, the others on a sample "
         f"of the collection. Need a secret key in ${KEY_ENV}: {having('key')}. "
-        f"Work on text before it is embedded, so not on stored vectors: {having('text')}."
+        f"Redact the stored text and embed it again with --embedder (a collection that keeps its text): "
+        f"{having('text')}."
     )

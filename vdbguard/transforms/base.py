@@ -27,13 +27,16 @@ class Transform(ABC):
     needs_labels: ClassVar[bool] = False
     # needs a secret key (``key=`` or $VDBGUARD_TRANSFORM_KEY); queries must go through apply_query
     needs_key: ClassVar[bool] = False
+    # the strength used when none is given: the most protection the defense frontier measured within 2 points of
+    # recall@10 (BENCHMARKS.md, "Defense frontier"), or the one setting a transform without a knob has
+    default_strength: ClassVar[float]
     # strengths the frontier sweeps, weakest first
     default_strengths: ClassVar[tuple[float, ...]] = ()
     # works on text before the embedder (redaction): transform_texts() does the work, apply() refuses
     text_side: ClassVar[bool] = False
 
-    def __init__(self, strength: float, seed: int | None = None) -> None:
-        self.strength = strength
+    def __init__(self, strength: float | None = None, seed: int | None = None) -> None:
+        self.strength = self.default_strength if strength is None else strength
         self.seed = seed
 
     def fit(self, vectors: np.ndarray, labels: np.ndarray | None = None) -> Transform:
@@ -51,6 +54,9 @@ class Transform(ABC):
     def write_path(self, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         """The whole write path for a pipeline that embeds itself: text stage, its embedder, vector stage."""
         return self.apply(np.asarray(embed(self.transform_texts(texts)), dtype=np.float32))
+
+    def expect(self, texts: int) -> None:  # noqa: B027  # only text-side transforms have a use for it
+        """About ``texts`` texts are coming through ``transform_texts`` (a copy of a collection): time to get ready."""
 
     def apply_query(self, vectors: np.ndarray) -> np.ndarray:
         """The matching query-side transform; identity unless the stored space changed (keys, codes)."""

@@ -44,6 +44,7 @@ class Chain(Transform):
         self.needs_fit = any(p.needs_fit for p in parts)  # type: ignore[misc]
         self.needs_labels = any(p.needs_labels for p in parts)  # type: ignore[misc]
         self.needs_key = any(p.needs_key for p in parts)  # type: ignore[misc]
+        self.default_strength = parts[-1].default_strength  # type: ignore[misc]
         self.default_strengths = parts[-1].default_strengths  # type: ignore[misc]
         self.changes_space = any(changes_space(p) for p in self.vector_parts)
 
@@ -54,6 +55,10 @@ class Chain(Transform):
                 part.fit(vectors, labels)
             vectors = part.apply(vectors)
         return self
+
+    def expect(self, texts: int) -> None:
+        for part in self.text_parts:
+            part.expect(texts)
 
     def transform_texts(self, texts: Sequence[str]) -> list[str]:
         out = list(texts)
@@ -105,13 +110,7 @@ def build_transform(name: str, strength: float | None = None, seed: int | None =
     parts = []
     for index, (part, _, own) in enumerate(specs):
         value = float(own) if own else strength if index == len(specs) - 1 else None
-        cls = load_transform_class(part)
-        try:
-            parts.append(cls(seed=seed) if value is None else cls(strength=value, seed=seed))
-        except TypeError as exc:
-            raise VdbguardError(
-                f"transform {part!r} needs a strength", f"give it one after a colon, e.g. {part}:1 in {name!r}"
-            ) from exc
+        parts.append(load_transform_class(part)(strength=value, seed=seed))  # None: the class's default_strength
     return parts[0] if len(parts) == 1 else Chain(parts)
 
 

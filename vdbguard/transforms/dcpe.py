@@ -40,12 +40,18 @@ class DcpeScaleAndPerturb(KeyedTransform):
         "keyed Scale-And-Perturb DCPE (Fuchsbauer et al. 2022): secret scale, ball noise s·β/4, keyed shuffle"
     )
     strength_meaning: ClassVar[str] = "approximation factor β: noise ball radius is s·β/4 (larger is stronger)"
+    default_strength: ClassVar[float] = 1.0
     default_strengths: ClassVar[tuple[float, ...]] = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
     def __init__(
-        self, strength: float, seed: int | None = None, key: bytes | str | None = None, rotate: bool = False
+        self,
+        strength: float | None = None,
+        seed: int | None = None,
+        key: bytes | str | None = None,
+        rotate: bool = False,
     ) -> None:
-        super().__init__(check_strength(strength, "approximation factor β", positive=False), seed, key)
+        super().__init__(strength, seed, key)
+        self.strength = check_strength(self.strength, "approximation factor β", positive=False)
         self.rotate = rotate
         unit = subkey_rng(self._key, "vdbguard/dcpe/scale").random()
         self._scale = float(2.0 ** (10.0 * unit))

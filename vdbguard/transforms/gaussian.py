@@ -82,10 +82,12 @@ class GaussianNoise(Transform):
     )
     strength_meaning: ClassVar[str] = "noise scale λ: per-coordinate standard deviation (larger is stronger)"
     # expected noise norm is λ·√d: 0.02 … 2.0 for d = 384
+    default_strength: ClassVar[float] = 0.05
     default_strengths: ClassVar[tuple[float, ...]] = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1)
 
-    def __init__(self, strength: float, seed: int | None = None, renormalize: bool | None = None) -> None:
-        super().__init__(check_strength(strength, "noise scale λ", positive=False), seed)
+    def __init__(self, strength: float | None = None, seed: int | None = None, renormalize: bool | None = None) -> None:
+        super().__init__(strength, seed)
+        self.strength = check_strength(self.strength, "noise scale λ", positive=False)
         self.renormalize = renormalize
         self._rng = np.random.default_rng(seed)
 

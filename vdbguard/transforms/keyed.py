@@ -80,7 +80,7 @@ class KeyedTransform(Transform):
 
     needs_key: ClassVar[bool] = True
 
-    def __init__(self, strength: float, seed: int | None, key: bytes | str | None) -> None:
+    def __init__(self, strength: float | None, seed: int | None, key: bytes | str | None) -> None:
         super().__init__(strength, seed)
         self._key = load_key(key, f"transform {self.name!r}")
         self._maps: dict[int, tuple[np.ndarray | None, np.ndarray | None]] = {}

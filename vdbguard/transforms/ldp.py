@@ -59,10 +59,12 @@ class GeneralizedLaplace(Transform):
     )
     strength_meaning: ClassVar[str] = "privacy parameter ε per unit of Euclidean distance (smaller is stronger)"
     # mean noise norm d/ε: 0.04 … 3.8 for d = 384
+    default_strength: ClassVar[float] = 250.0
     default_strengths: ClassVar[tuple[float, ...]] = (10000.0, 5000.0, 2500.0, 1000.0, 500.0, 250.0, 100.0)
 
-    def __init__(self, strength: float, seed: int | None = None, renormalize: bool | None = None) -> None:
-        super().__init__(check_strength(strength, "privacy parameter ε"), seed)
+    def __init__(self, strength: float | None = None, seed: int | None = None, renormalize: bool | None = None) -> None:
+        super().__init__(strength, seed)
+        self.strength = check_strength(self.strength, "privacy parameter ε")
         self.renormalize = renormalize
         self._rng = np.random.default_rng(seed)
 
@@ -170,10 +172,14 @@ class Purkayastha(Transform):
     )
     strength_meaning: ClassVar[str] = "privacy parameter ε = vMF concentration κ (smaller is stronger)"
     # vMF mean cosine to the input for d = 384: 0.990, 0.981, 0.962, 0.909, 0.827, 0.688, 0.426
+    default_strength: ClassVar[float] = 1000.0
     default_strengths: ClassVar[tuple[float, ...]] = (20000.0, 10000.0, 5000.0, 2000.0, 1000.0, 500.0, 200.0)
 
-    def __init__(self, strength: float, seed: int | None = None, kernel: Literal["vmf", "angular"] = "vmf") -> None:
-        super().__init__(check_strength(strength, "privacy parameter ε"), seed)
+    def __init__(
+        self, strength: float | None = None, seed: int | None = None, kernel: Literal["vmf", "angular"] = "vmf"
+    ) -> None:
+        super().__init__(strength, seed)
+        self.strength = check_strength(self.strength, "privacy parameter ε")
         if kernel not in ("vmf", "angular"):
             raise VdbguardError(f"unknown kernel {kernel!r}", "use 'vmf' or 'angular'")
         self.kernel = kernel

@@ -43,13 +43,14 @@ class LeaceErasure(Transform):
     strength_meaning: ClassVar[str] = "share of the LEACE correction applied, in (0, 1]; 1.0 = full erasure"
     needs_fit: ClassVar[bool] = True
     needs_labels: ClassVar[bool] = True
+    default_strength: ClassVar[float] = 1.0
     default_strengths: ClassVar[tuple[float, ...]] = (0.25, 0.5, 0.75, 1.0)
 
-    def __init__(self, strength: float = 1.0, seed: int | None = None, renormalize: bool | None = None) -> None:
-        value = float(strength)
-        if not 0 < value <= 1:
+    def __init__(self, strength: float | None = None, seed: int | None = None, renormalize: bool | None = None) -> None:
+        super().__init__(strength, seed)
+        self.strength = float(self.strength)
+        if not 0 < self.strength <= 1:
             raise VdbguardError(f"leace strength must be in (0, 1], got {strength!r}", "use 1.0 for full erasure")
-        super().__init__(value, seed)
         self.renormalize = renormalize
         self._left: np.ndarray | None = None  # (d, r): erased = x - ((x - bias) @ right.T) @ left.T
         self._right: np.ndarray | None = None  # (r, d)

@@ -60,11 +60,12 @@ class Int8Quantize(Transform):
     description: ClassVar[str] = "scalar quantization with a fitted per-dimension scale; stores the dequantized vector"
     strength_meaning: ClassVar[str] = "bits per coordinate, 2-8 (fewer is stronger; 8 is plain int8)"
     needs_fit: ClassVar[bool] = True
+    default_strength: ClassVar[float] = 8.0
     default_strengths: ClassVar[tuple[float, ...]] = (8.0, 6.0, 4.0, 3.0, 2.0)
 
-    def __init__(self, strength: float = 8, seed: int | None = None, per_dimension: bool = True) -> None:
+    def __init__(self, strength: float | None = None, seed: int | None = None, per_dimension: bool = True) -> None:
         super().__init__(strength, seed)
-        self.bits = _integer_strength(strength, 2, 8, "bits per coordinate")
+        self.bits = _integer_strength(self.strength, 2, 8, "bits per coordinate")
         self.per_dimension = per_dimension
         self.levels = 2 ** (self.bits - 1) - 1  # codes lie in [-levels, levels]
         self.scale: np.ndarray | None = None
@@ -131,10 +132,11 @@ class BinaryQuantize(Transform):
     name: ClassVar[str] = "binary"
     description: ClassVar[str] = "binary quantization: sign of each coordinate, stored as ±1/√d"
     strength_meaning: ClassVar[str] = "none: sign quantization has no knob (always 1)"
+    default_strength: ClassVar[float] = 1.0
     default_strengths: ClassVar[tuple[float, ...]] = (1.0,)
 
-    def __init__(self, strength: float = 1.0, seed: int | None = None) -> None:
-        if float(strength) != 1.0:
+    def __init__(self, strength: float | None = None, seed: int | None = None) -> None:
+        if strength is not None and float(strength) != 1.0:
             raise VdbguardError(f"binary quantization has no strength knob; got {strength!r}", "use strength 1")
         super().__init__(1.0, seed)
 
@@ -224,18 +226,19 @@ class ProductQuantize(Transform):
     description: ClassVar[str] = "product quantization: per-subspace k-means codebooks, stores the reconstruction"
     strength_meaning: ClassVar[str] = "bits per subvector, 1-8: codebook size 2^bits (fewer is stronger)"
     needs_fit: ClassVar[bool] = True
+    default_strength: ClassVar[float] = 8.0
     default_strengths: ClassVar[tuple[float, ...]] = (8.0, 6.0, 4.0, 2.0, 1.0)
 
     def __init__(
         self,
-        strength: float = 8,
+        strength: float | None = None,
         seed: int | None = None,
         n_subspaces: int | None = None,
         max_fit_vectors: int = 20000,
         kmeans_iterations: int = 25,
     ) -> None:
         super().__init__(strength, seed)
-        self.bits = _integer_strength(strength, 1, 8, "bits per subvector")
+        self.bits = _integer_strength(self.strength, 1, 8, "bits per subvector")
         self.n_subspaces = n_subspaces
         self.max_fit_vectors = max_fit_vectors
         self.kmeans_iterations = kmeans_iterations
@@ -350,11 +353,12 @@ class PcaReduce(Transform):
     description: ClassVar[str] = "PCA to k dimensions (stored dimension changes to k; queries are projected too)"
     strength_meaning: ClassVar[str] = "output dimension k (smaller is stronger)"
     needs_fit: ClassVar[bool] = True
+    default_strength: ClassVar[float] = 128.0
     default_strengths: ClassVar[tuple[float, ...]] = (256.0, 128.0, 64.0, 32.0, 16.0)
 
-    def __init__(self, strength: float = 128, seed: int | None = None, center: bool = False) -> None:
+    def __init__(self, strength: float | None = None, seed: int | None = None, center: bool = False) -> None:
         super().__init__(strength, seed)
-        self.k = _integer_strength(strength, 1, 1 << 20, "output dimension k")
+        self.k = _integer_strength(self.strength, 1, 1 << 20, "output dimension k")
         self.center = center
         self.mean: np.ndarray | None = None
         self.components: np.ndarray | None = None  # (d, k) float32, orthonormal columns

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from vdbguard.detectors.base import Detection
+from vdbguard.detectors.base import Detection, Detector
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.text import TITLES
@@ -148,7 +148,7 @@ class Redactor:
             raise VdbguardError(
                 f"placeholder {placeholder!r} is not a valid format string", "use {type} for the type, e.g. '<{type}>'"
             ) from exc
-        self.detector = PresidioDetector(min_score=min_score)
+        self.detector: Detector = PresidioDetector(min_score=min_score)
         self.types = None if types is None else pii_types(types)
         self.placeholder = placeholder
         self._engine = AnonymizerEngine()
@@ -220,12 +220,13 @@ class TextRedaction(Transform):
         "detector confidence a span needs to be redacted, 0-1 (smaller is stronger; at 0.4 everything "
         "vdbguard's scanner flags is redacted)"
     )
+    default_strength: ClassVar[float] = 0.4
     default_strengths: ClassVar[tuple[float, ...]] = (0.85, 0.6, 0.4)
     text_side: ClassVar[bool] = True
 
     def __init__(
         self,
-        strength: float = 0.4,
+        strength: float | None = None,
         seed: int | None = None,
         key: bytes | str | None = None,
         *,
@@ -235,6 +236,7 @@ class TextRedaction(Transform):
         placeholder: str = "<{type}>",
         redact_queries: bool = False,
     ) -> None:
+        strength = self.default_strength if strength is None else strength
         if not 0.0 <= float(strength) <= 1.0:
             raise VdbguardError(
                 f"redact strength is a detector confidence in [0, 1], got {strength!r}",
@@ -265,6 +267,18 @@ class TextRedaction(Transform):
 
     def transform_texts(self, texts: Sequence[str]) -> list[str]:
         return self.redactor.redact_many(texts)
+
+    def expect(self, texts: int) -> None:
+        """About ``texts`` texts are coming (a copy of a collection): the detector shares its work with a worker
+        process per further core, at its own cut-off only, where the workers find exactly these spans."""
+        from vdbguard.detectors import DEFAULT_DETECTOR, load_detector
+        from vdbguard.detectors.presidio import PresidioDetector
+        from vdbguard.detectors.shared import detector_cores
+
+        detector = self.redactor.detector
+        if isinstance(detector, PresidioDetector) and detector.min_score == detector.cutoff and detector_cores() > 1:
+            self.redactor.detector = load_detector(DEFAULT_DETECTOR, detector_cores())
+            self.redactor.detector.expect(texts)
 
     def write_path(self, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         """Redact, then embed: there is no vector stage."""

@@ -23,10 +23,11 @@ class SecretRotation(KeyedTransform):
         "keyed random orthogonal rotation without noise (insecure baseline: ~d known pairs undo it)"
     )
     strength_meaning: ClassVar[str] = "none: a rotation has no knob (always 1)"
+    default_strength: ClassVar[float] = 1.0
     default_strengths: ClassVar[tuple[float, ...]] = (1.0,)
 
-    def __init__(self, strength: float = 1.0, seed: int | None = None, key: bytes | str | None = None) -> None:
-        if float(strength) != 1.0:
+    def __init__(self, strength: float | None = None, seed: int | None = None, key: bytes | str | None = None) -> None:
+        if strength is not None and float(strength) != 1.0:
             raise VdbguardError(f"a secret rotation has no strength knob; got {strength!r}", "use strength 1")
         super().__init__(1.0, seed, key)
 

@@ -122,7 +122,7 @@ class SparseMahalanobis(GeneralizedLaplace):
 
     def __init__(
         self,
-        strength: float,
+        strength: float | None = None,
         seed: int | None = None,
         renormalize: bool | None = None,
         ratio: float = 8.0,

@@ -16,7 +16,7 @@ from vdbguard.connectors import load_connector
 
 from tests.connectors.contract.harness import Backend, EmbeddedBackend, ids_of
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, VdbguardError
-from vdbguard.records import VectorRecord, record_digest
+from vdbguard.records import PROTECTION_MARK_KEY, VectorRecord, record_digest
 
 DIM = 16
 ROOT = Path(__file__).resolve().parents[3]
@@ -216,6 +216,26 @@ def test_upsert_round_trip_replaces_vector_and_payload(backend: Backend) -> None
     assert_same_vector(backend, got[records[0].id].vector, replacement.vector)
     assert got[records[0].id].payload.get("i") == 999 and got[records[0].id].payload.get("tag") == "new"
     assert "flag" not in got[records[0].id].payload, "upsert replaces the payload, it does not merge"
+
+
+def test_the_protection_mark_comes_back_as_written_in_a_new_collection_and_in_place(backend: Backend) -> None:
+    """protect writes a JSON string under a reserved payload key with each vector (what stops a later run from
+    transforming the record again): a collection it creates keeps it, and so does an existing record rewritten in
+    place, and both hand it back unchanged beside the rest of the payload."""
+    records = make_records(4, seed=29, namespaces=("ns-a",) if backend.namespaces else ())
+    mark = json.dumps([{"transform": "gaussian", "digest": "e33efdf1c1045d0e"}], separators=(",", ":"))
+    marked = [dataclasses.replace(r, payload={**r.payload, PROTECTION_MARK_KEY: mark}) for r in records]
+    created, rewritten = fresh_name("mark"), fresh_name("mark")
+    fill(backend, created, marked)
+    fill(backend, rewritten, records)
+    with backend.connector(rewritten) as connector:
+        connector.upsert(marked[:2])
+    for name, expected in ((created, marked), (rewritten, marked[:2] + records[2:])):
+        got = {r.id: r for page in read_all(backend, name) for r in page.records}
+        assert {i: r.payload.get(PROTECTION_MARK_KEY) for i, r in got.items()} == {
+            r.id: r.payload.get(PROTECTION_MARK_KEY) for r in expected
+        }
+        assert {i: r.payload.get("tag") for i, r in got.items()} == {r.id: r.payload["tag"] for r in expected}
 
 
 def test_a_digest_changes_with_its_record_and_only_then(backend: Backend) -> None:
