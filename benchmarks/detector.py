@@ -20,7 +20,8 @@ from common import bench_parser
 from presidio_analyzer import PatternRecognizer
 
 from vdbguard.attacks.training import trained_attacks
-from vdbguard.detectors.presidio import GAZETTEER_SCORE, PresidioDetector, build_analyzer, name_gazetteer
+from vdbguard.detectors.lexicon import name_gazetteer
+from vdbguard.detectors.presidio import GAZETTEER_SCORE, PresidioDetector, build_analyzer
 from vdbguard.embedders import Embedder
 
 REAL_TEXT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"

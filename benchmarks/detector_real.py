@@ -85,7 +85,7 @@ Placed names: "first last" from Faker (eval locales: several scripts and many co
 Japanese family name first, unspaced) and from gender-guesser (a given name plus a second given name as a
 father's name, as patronymic cultures write them, or a Faker surname), sampled half on and half off the
 default detector's name gazetteer (a name is on it when any of its words is;
-``vdbguard/detectors/presidio.py::name_gazetteer``, every ASCII Faker name).
+``vdbguard/detectors/lexicon.py::name_gazetteer``, every ASCII Faker name).
 
 Metrics: a gold value is found when a detection of its type overlaps it (``any type``: of any type); a
 non-person mention is "called PERSON" when a PERSON detection overlaps it. PERSON rows give recall on and off the
@@ -125,7 +125,7 @@ from common import bench_parser
 from faker import Faker
 
 from vdbguard.detectors import DEFAULT_DETECTOR, Detection, Detector, load_detector
-from vdbguard.detectors.presidio import name_gazetteer
+from vdbguard.detectors.lexicon import name_gazetteer
 from vdbguard.pii import PiiType
 
 DEBIAN_PACKAGES = (

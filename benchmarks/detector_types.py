@@ -2,9 +2,11 @@
 
     git show HEAD~1:vdbguard/detectors/presidio.py > /tmp/presidio_before.py
     python benchmarks/detector_types.py --before /tmp/presidio_before.py
+    OMP_NUM_THREADS=1 python benchmarks/detector_types.py --before presidio --after presidio-tagger
 
 Runs ``detect_many`` over 1,500 templated PII lines and the human hold-out lines with the detector of ``--before``
-(an older ``vdbguard/detectors/presidio.py``, loaded beside this one), the shipped one, and the shipped one with two
+(an older ``vdbguard/detectors/presidio.py``, loaded beside this one, or a detector's name), ``--after`` (a name; the
+default detector unless given), and the latter with two
 identifiers of your own (a regex with context, and a deny list of 2,003 phrases), in one process, alternating
 ``--rounds`` times. Prints CPU seconds (``time.process_time``) per configuration, the best per text against
 ``--before``, and each text whose built-in detections changed (types and spans).
@@ -18,8 +20,7 @@ import time
 from pathlib import Path
 
 from vdbguard.corpus import human_sentences, synthetic_pii
-from vdbguard.detectors import Detector
-from vdbguard.detectors.presidio import PresidioDetector
+from vdbguard.detectors import DEFAULT_DETECTOR, Detector, load_detector
 from vdbguard.identifiers import DetectorSettings
 
 IDENTIFIERS = {
@@ -37,7 +38,18 @@ IDENTIFIERS = {
 }
 
 
+def _named(name: str, settings: DetectorSettings | None = None) -> Detector:
+    """A detector plugin by name, or ``package.module:Class`` for one not registered."""
+    if ":" not in name:
+        return load_detector(name, settings=settings)
+    module, _, attribute = name.partition(":")
+    kind = getattr(importlib.import_module(module), attribute)
+    return kind() if settings is None else kind(settings=settings)
+
+
 def _before(path: Path) -> Detector:
+    if path.suffix != ".py":
+        return _named(str(path))
     spec = importlib.util.spec_from_file_location("presidio_before", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -47,14 +59,15 @@ def _before(path: Path) -> Detector:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", type=Path, required=True, help="an older vdbguard/detectors/presidio.py")
+    parser.add_argument("--before", type=Path, required=True, help="an older vdbguard/detectors/presidio.py or a name")
+    parser.add_argument("--after", default=DEFAULT_DETECTOR, help="a detector's name")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     texts = [item.text for item in synthetic_pii(1500, seed=3)] + list(human_sentences("holdout")[:1500])
     detectors: dict[str, Detector] = {
         "before": _before(args.before),
-        "after": PresidioDetector(),
-        "after + 2 identifiers": PresidioDetector(settings=DetectorSettings.model_validate(IDENTIFIERS)),
+        "after": _named(args.after),
+        "after + 2 identifiers": _named(args.after, DetectorSettings.model_validate(IDENTIFIERS)),
     }
     for detector in detectors.values():
         detector.detect_many(texts[:200])  # loaded and warm

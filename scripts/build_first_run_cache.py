@@ -24,7 +24,7 @@ MACHINE_SPECIFIC = ("corpus-digests/sources-", "embedders/files-")  # keyed by f
 def first_run() -> None:
     """What a first default scan computes before its first page, into the cache ``VDBGUARD_CACHE_DIR`` names."""
     from vdbguard.attacks.training import PROFILES, training_digest
-    from vdbguard.detectors.presidio import name_gazetteer
+    from vdbguard.detectors.lexicon import name_gazetteer
     from vdbguard.detectors.validators import may_hold
     from vdbguard.embedders import Embedder
     from vdbguard.pii import PiiType

@@ -75,3 +75,63 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from vdbguard.scan import scan_collection\n")
     assert "vdbguard.scan" in _imports(module)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of two or more modules (Tarjan's algorithm), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for target in _imports(path):
+            while target and target not in modules and f"{target}.__init__" not in modules:
+                target = target.rpartition(".")[0]  # "vdbguard.detectors.tagger.PersonTagger" -> its module
+            target = target if target in modules else f"{target}.__init__"
+            if target in modules and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def test_no_import_circle_among_the_detectors_modules() -> None:
+    """The detector package reads bottom-up: lexicon and validators, recognizers, then the engine (Presidio's
+    layout); other packages' circles are issue #54's."""
+    graph = _module_graph()
+    detectors = {name: {t for t in targets if t.startswith("vdbguard.detectors.")}
+                 for name, targets in graph.items() if name.startswith("vdbguard.detectors.")}  # fmt: skip
+    assert _cycles(detectors) == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

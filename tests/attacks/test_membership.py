@@ -40,9 +40,9 @@ def test_probe_sentences_and_nulls() -> None:
     nulls = null_identities(["name", "phone"], 10, seed=1)
     assert len(nulls) == 10 and all(set(p) == {"name", "phone"} for p in nulls)
     assert nulls == null_identities(["name", "phone"], 10, seed=1)
-    from vdbguard.attacks.slot_search import name_gazetteer
+    from vdbguard.detectors.lexicon import capitalised_names
 
-    indian_names = set(name_gazetteer(["en_IN"])[0])  # the null follows the locales it is given
+    indian_names = set(capitalised_names(["en_IN"])[0])  # the null follows the locales it is given
     indian = null_identities(["name"], 10, seed=1, locales=("en_IN",))
     assert all(person["name"].split()[0] in indian_names for person in indian)
     with pytest.raises(ValueError):

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vdbguard.attacks.slot_search import SlotSearchAttack, name_gazetteer, split_person_name
+from vdbguard.attacks.slot_search import SlotSearchAttack, split_person_name
 from vdbguard.corpus import LabelledText, human_sentences, synthetic_clean, synthetic_pii
+from vdbguard.detectors.lexicon import capitalised_names
 from vdbguard.evaluate.data import EvalItem
 from vdbguard.evaluate.inversion import evaluate_inversion
 from vdbguard.pii import PiiType
@@ -25,10 +26,10 @@ def test_split_person_name_drops_titles_and_initials() -> None:
 
 
 def test_gazetteer_covers_every_locale_when_unrestricted() -> None:
-    first, last = name_gazetteer(("en_US",))
+    first, last = capitalised_names(("en_US",))
     assert "James" in first and "Smith" in last
     assert all(n.isascii() and n[0].isupper() for n in first + last)
-    all_first, all_last = name_gazetteer()
+    all_first, all_last = capitalised_names()
     assert set(first) < set(all_first) and set(last) < set(all_last)
     assert len(all_first) > 10_000 and len(all_last) > 10_000
 

@@ -4,7 +4,8 @@ import socket
 
 import pytest
 
-from vdbguard.detectors.presidio import PresidioDetector, PresidioSmDetector, name_gazetteer
+from vdbguard.detectors.lexicon import name_gazetteer
+from vdbguard.detectors.presidio import PresidioDetector, PresidioSmDetector
 from vdbguard.pii import PiiType
 
 
@@ -83,9 +84,9 @@ def test_the_gazetteer_by_set_lookup_matches_presidios_own_deny_list() -> None:
 
 
 def test_the_gazetteer_kept_on_disk_is_the_one_computed() -> None:
-    from vdbguard.detectors.presidio import _gazetteer_names
+    from vdbguard.detectors.lexicon import gazetteer_names
 
-    assert name_gazetteer() == _gazetteer_names()
+    assert name_gazetteer() == gazetteer_names()
     assert {"jennifer", "garcia"} <= name_gazetteer() and "will" not in name_gazetteer()
 
 

@@ -32,8 +32,6 @@ bag-of-words inverter), which is why their leak is measured as exposure given th
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,39 +46,15 @@ from sklearn.linear_model import LogisticRegression
 from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
 from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_list
+from vdbguard.detectors.lexicon import capitalised_names
 from vdbguard.pii import PiiType
 from vdbguard.text import TITLES
 
-__all__ = ["SlotSearchAttack", "name_gazetteer", "split_person_name"]
+__all__ = ["SlotSearchAttack", "split_person_name"]
 
-_NAME_SHAPE = re.compile(r"^[A-Z][A-Za-z'-]*[a-z]$")
 _INITIAL = re.compile(r"^[A-Z]\.?$")
 _SLOT = "\u27e8NAME\u27e9"  # stands for the name in a skeleton sentence
 PARTS = ("first", "last", "full")
-
-
-def name_gazetteer(locales: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-    """Sorted (first names, last names) from Faker's person providers: ASCII, capitalised, one word.
-
-    ``locales`` restricts the providers (e.g. ``("en_US",)``); ``None`` takes every locale.
-    """
-    import faker.providers.person as person_providers
-
-    firsts: set[str] = set()
-    lasts: set[str] = set()
-    for module in pkgutil.iter_modules(person_providers.__path__):
-        if locales is not None and module.name not in locales:
-            continue
-        provider = importlib.import_module(f"{person_providers.__name__}.{module.name}").Provider
-        for attrs, out in (
-            (("first_names", "first_names_male", "first_names_female"), firsts),
-            (("last_names",), lasts),
-        ):
-            for attr in attrs:
-                values = getattr(provider, attr, ())
-                if isinstance(values, (list, tuple, dict)):  # a few locales compute names in a property
-                    out.update(n for n in (str(v).strip() for v in values) if n.isascii() and _NAME_SHAPE.match(n))
-    return sorted(firsts), sorted(lasts)
 
 
 def split_person_name(value: str) -> tuple[str | None, str | None]:
@@ -178,7 +152,7 @@ class SlotSearchAttack(Attack):
         self.probe_platt = (probe.slope, probe.intercept)
         self._metrics["person_probe_auc"] = probe.auc
 
-        self.first_names, self.last_names = name_gazetteer(self.locales)
+        self.first_names, self.last_names = capitalised_names(self.locales)
         self.first_vectors = l2_normalise(embed_list(self.embedder, self.first_names))
         self.last_vectors = l2_normalise(embed_list(self.embedder, self.last_names))
         if progress:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vdbguard import plugins
-from vdbguard.detectors.base import Detection, Detector, identity_of
+from vdbguard.detectors.base import Detection, Detector, build_detector, identity_of
 from vdbguard.errors import VdbguardError
 from vdbguard.identifiers import DetectorSettings
 
@@ -44,8 +44,3 @@ def load_detector(
     from vdbguard.detectors.shared import ProcessSharedDetector
 
     return ProcessSharedDetector(plugin, processes, early=early, settings=settings)
-
-
-def build_detector(plugin: type[Detector], settings: DetectorSettings | None) -> Detector:
-    """``plugin`` built here, with ``settings`` when there are any (a plugin that takes none is built bare)."""
-    return plugin() if settings is None else plugin(settings=settings)  # type: ignore[call-arg]

@@ -28,6 +28,7 @@ class Detector(ABC):
     max_chars: ClassVar[int | None] = None  # read per text; the rest is not examined
     cutoff: ClassVar[float] = 0.0  # the score a detection needs to be reported
     accepts_settings: ClassVar[bool] = False  # built with DetectorSettings (a user's identifiers, allow lists)
+    uses_torch: ClassVar[bool] = False  # a worker process blocks torch's import (seconds, hundreds of MiB) unless set
     settings: DetectorSettings | None = None
 
     @abstractmethod
@@ -82,3 +83,8 @@ class Detector(ABC):
 def identity_of(name: str, version: int, settings: DetectorSettings | None) -> list[str | int]:
     """A detector plugin's name and version, and the digest of its settings unless they are the defaults."""
     return [name, version] + ([] if settings is None or settings.is_default else [settings.digest()])
+
+
+def build_detector(plugin: type[Detector], settings: DetectorSettings | None) -> Detector:
+    """``plugin`` built here, with ``settings`` when there are any (a plugin that takes none is built bare)."""
+    return plugin() if settings is None else plugin(settings=settings)  # type: ignore[call-arg]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import sys
@@ -16,6 +15,7 @@ from vdbguard.data.medical import CONDITIONS, DRUGS
 from vdbguard.detectors.base import Detection, Detector
 from vdbguard.detectors.custom import custom_recognizers
 from vdbguard.detectors.documents import GROUPS, document_recognizer, ip_recognizer, url_credentials_recognizer
+from vdbguard.detectors.lexicon import name_gazetteer
 from vdbguard.detectors.secrets import SECRET_ENTITY, secrets_recognizer
 from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
@@ -56,60 +56,6 @@ _STREET_CONTEXT = re.compile(
     r"apt|apartment|suite|unit|flat|floor|p\.?o\.? box)\b",
     re.IGNORECASE,
 )
-
-
-@lru_cache(maxsize=1)
-def name_gazetteer() -> frozenset[str]:
-    """Lower-cased first and last names from every Faker locale (ASCII spellings), minus ordinary English words.
-
-    Inversion output is lower-case word soup, where spaCy's NER sees no names; a closed list does.
-    Names that are also common words ("will", "young") would flag clean text, so they are dropped. Kept on
-    disk (0.6 s of every scan's and every detector worker's start), keyed by this module and the corpus's
-    sources.
-    """
-    from vdbguard.corpus.labelled import cached_from_corpus
-
-    module = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    return frozenset(cached_from_corpus(f"name-gazetteer-{module}", lambda: sorted(_gazetteer_names())))
-
-
-def _gazetteer_names() -> frozenset[str]:
-    import importlib
-    import pkgutil
-
-    import faker.providers.person as person_providers
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    names: set[str] = set()
-    for module in pkgutil.iter_modules(person_providers.__path__):
-        provider = importlib.import_module(f"{person_providers.__name__}.{module.name}").Provider
-        for attr in ("first_names", "last_names", "first_names_male", "first_names_female"):
-            values = getattr(provider, attr, ())
-            if isinstance(values, (list, tuple, dict)):  # a few locales compute names in a property
-                names.update(str(name).lower() for name in values)
-    plausible = {name for name in names if name.isascii() and name.isalpha() and len(name) > 2}
-    return frozenset(plausible - common_words() - STOP_WORDS)
-
-
-@lru_cache(maxsize=1)
-def common_words() -> frozenset[str]:
-    """Words that are evidence of nothing: calendar names, lorem words, and every word of clean text."""
-    import calendar
-
-    from faker.providers.lorem.en_US import Provider as Lorem
-
-    from vdbguard.corpus import human_sentences, synthetic_clean
-
-    words = {w.lower() for w in [*calendar.month_name, *calendar.month_abbr, *calendar.day_name, *calendar.day_abbr]}
-    words.update(Lorem.word_list)
-    words.update(("com", "org", "net", "edu", "gov", "info", "biz"))
-    for term in (*CONDITIONS, *DRUGS):  # medical words are MEDICAL evidence, not names
-        words.update(re.findall(r"[a-z]+", term.lower()))
-    clean = [*human_sentences("train"), *human_sentences("holdout")]
-    clean += [item.text for item in synthetic_clean(3000, seed=0)]
-    for sentence in clean:
-        words.update(re.findall(r"[a-z]+", sentence.lower()))
-    return frozenset(words)
 
 
 def _offline_tldextract() -> None:
@@ -249,10 +195,11 @@ def _absent(module: str) -> Iterator[None]:
 
 
 @lru_cache(maxsize=2)
-def build_analyzer(ner: str | None, gazetteer: str):  # -> presidio_analyzer.AnalyzerEngine
+def build_analyzer(ner: str | None, gazetteer: str, tagger: str | None = None):  # -> presidio_analyzer.AnalyzerEngine
     """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does). ``ner``: the NER weights
     to load over the installed pipeline's (a folder in ``vdbguard/data`` or a path; None keeps its own);
-    ``gazetteer``: when a listed name counts (``GAZETTEER_RULES``)."""
+    ``gazetteer``: when a listed name counts (``GAZETTEER_RULES``); ``tagger``: the learned PERSON tagger's folder
+    (in ``vdbguard/data`` or a path), which then alone calls a person: spaCy's NER keeps its other types."""
     # torch too: Presidio imports it to look for a GPU and spaCy's thinc to offer it, and spaCy runs here on the CPU
     # without it (1.3 s of a scan that attacks a few changed records, whose attacks no longer need torch)
     with _absent("transformers"), _absent("transformers.pipelines"), _absent("torch"):
@@ -299,6 +246,15 @@ def build_analyzer(ner: str | None, gazetteer: str):  # -> presidio_analyzer.Ana
     analyzer.registry.add_recognizer(ip_recognizer())
     analyzer.registry.add_recognizer(document_recognizer())  # passports, driving licences, national ids
     analyzer.registry.add_recognizer(url_credentials_recognizer(SECRET_ENTITY))
+    if tagger is not None:
+        from vdbguard.detectors.person_tagger import person_tagger_recognizer
+        from vdbguard.detectors.tagger import PersonTagger
+
+        for recognizer in analyzer.registry.recognizers:
+            if recognizer.name == "SpacyRecognizer":
+                recognizer.supported_entities = [e for e in recognizer.supported_entities if e != "PERSON"]
+        path = Path(tagger) if Path(tagger).is_absolute() else _DATA / tagger
+        analyzer.registry.add_recognizer(person_tagger_recognizer(PersonTagger(path)))
     analyzer.registry.remove_recognizer("UsBankRecognizer")  # 8 to 17 digits by context; this reads 6 to 17
     analyzer.registry.add_recognizer(
         PatternRecognizer(
@@ -361,6 +317,7 @@ class PresidioDetector(Detector):
     # every listed word, as in version 5: "agree" (the NER alone, bar word soup) cut false people from 0.19 to 0.05 on
     # real text but lost the single surnames of glosses and credits ("Milton"), which redaction would then embed
     gazetteer: ClassVar[str] = "every"
+    tagger: ClassVar[str | None] = None  # the learned PERSON tagger's folder; None: the NER and the list judge
     max_chars: ClassVar[int | None] = MAX_CHARS
     accepts_settings: ClassVar[bool] = True
 
@@ -369,7 +326,8 @@ class PresidioDetector(Detector):
     def __init__(self, min_score: float = cutoff, settings: DetectorSettings | None = None) -> None:
         self.min_score = min_score
         self.settings = None if settings is None or settings.is_default else settings
-        self.analyzer = build_analyzer(self.ner, self.gazetteer)
+        self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger)
+        self._tagger = next((r for r in self.analyzer.registry.recognizers if hasattr(r, "prepare")), None)
         identifiers = self.settings.identifiers if self.settings else []
         self._ad_hoc = custom_recognizers(identifiers) or None
         self.entities = _ENTITIES + [str(identifier.pii_type) for identifier in identifiers]
@@ -404,10 +362,14 @@ class PresidioDetector(Detector):
         texts = [valid_unicode(text) for text in texts]
         found: list[list[Detection] | None] = [None] * len(texts)
         short = [i for i, text in enumerate(texts) if text.strip() and len(text) <= WINDOW]
+        if self._tagger is not None:
+            self._tagger.prepare([texts[i] for i in short])
         batch = self.analyzer.nlp_engine.process_batch([texts[i] for i in short], language="en", batch_size=64)
         for i, (text, artifacts) in zip(short, batch, strict=True):
             results = self._analyze(text, artifacts)
             found[i] = _merged(self._detections(text, 0, results))
+        if self._tagger is not None:
+            self._tagger.prepared = {}
         return [
             self.detect(text) if detections is None else detections
             for text, detections in zip(texts, found, strict=True)
@@ -461,6 +423,17 @@ class PresidioSmDetector(PresidioDetector):
     version: ClassVar[int] = 5
     ner: ClassVar[str | None] = None
     gazetteer: ClassVar[str] = "every"
+
+
+class PresidioTaggerDetector(PresidioDetector):
+    """Version 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) calls a person, reading the name list
+    as a feature; spaCy's NER (version 6's weights) keeps places and dates, every other recognizer as in 6."""
+
+    name: ClassVar[str] = "presidio-tagger"
+    version: ClassVar[int] = 7
+    gazetteer: ClassVar[str] = "none"
+    tagger: ClassVar[str | None] = "person-tagger"
+    uses_torch: ClassVar[bool] = True
 
 
 def _without_secret_emails(detections: list[Detection]) -> list[Detection]:

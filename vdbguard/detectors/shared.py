@@ -27,8 +27,7 @@ from dataclasses import asdict
 from typing import IO
 
 from vdbguard import plugins
-from vdbguard.detectors import build_detector
-from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.base import Detection, Detector, build_detector
 from vdbguard.identifiers import DetectorSettings
 from vdbguard.pii import pii_type_of
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from vdbguard.detectors.lexicon import ordinary_words
 from vdbguard.pii import PiiType
 
 _DIGIT_RUN = re.compile(r"(?<![\w-])\d(?:[ -]?\d){6,33}(?![\w-])")
@@ -136,7 +137,7 @@ def _person(text: str) -> bool:
     plain = _PLACEHOLDER.sub(". ", text)
     for match in _TOKEN.finditer(plain):
         word = match.group()
-        if not word[0].isupper() or word.isupper() or word.lower() in _ordinary_words():
+        if not word[0].isupper() or word.isupper() or word.lower() in ordinary_words():
             continue  # acronyms (SSN, HR) name nobody
         if not _SENTENCE_END.search(plain[: match.start()]):
             return True
@@ -146,16 +147,6 @@ def _person(text: str) -> bool:
 def _medical(text: str) -> bool:
     lowered = text.lower()
     return any(re.search(rf"\b{re.escape(term)}\b", lowered) for term in _medical_terms())
-
-
-@lru_cache(maxsize=1)
-def _ordinary_words() -> frozenset[str]:
-    """Words that name nobody even capitalised: the detector's list of words every clean text has, less the
-    names in Faker's lists, which also holds calendar names."""
-    from vdbguard.detectors.presidio import common_words
-
-    honorifics = {"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "dame"}  # counted before a capitalised word
-    return common_words() | honorifics | {"i", "i'm", "i've", "i'll", "i'd", "ok", "okay"}
 
 
 @lru_cache(maxsize=1)

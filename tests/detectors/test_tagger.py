@@ -1,0 +1,90 @@
+"""The learned PERSON tagger: its words and features, how labels become names, and the shipped model itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from vdbguard.detectors import tagger as T
+from vdbguard.detectors.lexicon import name_gazetteer
+
+OUTSIDE, BEGIN, INSIDE = (0.9, 0.05, 0.05), (0.05, 0.9, 0.05), (0.05, 0.05, 0.9)
+
+
+def test_words_split_names_at_apostrophes_and_hyphens_so_a_possessive_stays_outside() -> None:
+    text = "Ask O'Brien's team-lead."
+    assert [text[s:e] for s, e in T.words_of(text)] == ["Ask", "O", "'", "Brien", "'", "s", "team", "-", "lead", "."]
+
+
+@pytest.mark.parametrize(
+    ("word", "case"), [("smith", 1), ("Smith", 2), ("NASA", 3), ("A", 2), ("42", 4), ("-", 4), ("McDonald", 5)]
+)
+def test_each_word_carries_its_case_which_the_lower_casing_tokenizer_loses(word: str, case: int) -> None:
+    assert T.case_of(word) == case
+
+
+def test_the_feature_adds_whether_the_name_list_holds_the_word() -> None:
+    names = frozenset({"smith"})
+    assert T.feature_of("Smith", names) == T.feature_of("Jones", names) + 1
+
+
+def test_labels_become_names_where_an_inside_follows_only_a_begin_or_an_inside() -> None:
+    offsets = [(0, 3), (4, 8), (9, 12), (13, 16), (17, 20), (21, 24)]
+    labels = [BEGIN, INSIDE, OUTSIDE, BEGIN, BEGIN, INSIDE]
+    assert [(s, e) for s, e, _ in T.spans_of(labels, offsets)] == [(0, 8), (13, 16), (17, 24)]
+    (_, _, score), *_ = T.spans_of(labels, offsets)
+    assert score == pytest.approx(0.95)
+
+
+def test_a_first_name_read_as_rather_outside_joins_the_surname_read_as_inside() -> None:
+    """ "Leanne Smith": outside .58 / begin .42, then inside .95 is one name, not "Smith" alone."""
+    offsets = [(0, 7), (8, 14), (15, 20)]
+    probabilities = [(1.0, 0.0, 0.0), (0.58, 0.42, 0.0), (0.05, 0.0, 0.95)]
+    assert [(s, e) for s, e, _ in T.spans_of(probabilities, offsets)] == [(8, 20)]
+    assert T.spans_of([], []) == []
+
+
+@pytest.fixture(scope="module")
+def shipped() -> T.PersonTagger:
+    return T.PersonTagger()
+
+
+def test_the_shipped_tagger_was_trained_over_the_installed_encoder_and_todays_features(shipped: T.PersonTagger) -> None:
+    """Stale otherwise: retrain with benchmarks/train_person_tagger.py and commit vdbguard/data/person-tagger."""
+    training = shipped.training
+    assert training["base_weights"] == T.base_weights_hash()
+    assert training["featurisation"] == T.featurisation(name_gazetteer())
+    assert training["labels"] == list(T.LABELS)
+
+
+def test_the_frames_it_was_trained_on_are_the_trainers_today() -> None:
+    frames = Path(__file__).resolve().parents[2] / "benchmarks" / "person_frames.json"
+    training = json.loads((T.TAGGER_DIR / "training.json").read_text())
+    digest = hashlib.sha256(frames.read_bytes()).hexdigest()[:16]
+    assert training["frames"] == digest, "retrain: the trainer's frames changed since the shipped tagger"
+
+
+def test_the_shipped_tagger_finds_names_in_any_case_and_leaves_places_and_products(shipped: T.PersonTagger) -> None:
+    texts = [
+        "Thanks to Ingrid Solberg for the patch.",
+        "Dr. Okonkwo will see you now.",
+        "patient john whitaker seen for follow-up",
+        "Shipped from Houston on Tuesday with Ubuntu installed.",
+        "Keep the faith and weather the storm.",
+    ]
+    found = shipped.find(texts)
+    names = [[text[s:e] for s, e, _ in spans] for text, spans in zip(texts, found, strict=True)]
+    assert names[0] == ["Ingrid Solberg"]
+    assert any("Okonkwo" in name for name in names[1])
+    assert names[2] == ["john whitaker"]
+    assert names[3] == [] and names[4] == []
+
+
+def test_long_texts_are_read_in_windows_with_offsets_into_the_whole_text(shipped: T.PersonTagger) -> None:
+    filler = "the build failed again on the nightly runner " * 30
+    text = filler + "and Ingrid Solberg fixed it."
+    ((start, end, _),) = shipped.find([text])[0]
+    assert text[start:end] == "Ingrid Solberg"

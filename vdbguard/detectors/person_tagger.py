@@ -1,0 +1,42 @@
+"""The learned PERSON tagger as a recognizer in Presidio's registry (``vdbguard.detectors.tagger`` is the model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vdbguard.detectors.tagger import PersonTagger
+
+RECOGNIZER_NAME = "PersonTaggerRecognizer"
+
+
+def person_tagger_recognizer(tagger: PersonTagger):  # -> presidio_analyzer.EntityRecognizer
+    """Names by ``tagger``. ``prepare`` tags a batch of texts at once (what the model is fast at); ``analyze`` reads
+    a prepared text's names, or tags the text alone."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class PersonTaggerRecognizer(EntityRecognizer):
+        def __init__(self) -> None:
+            super().__init__(supported_entities=["PERSON"], name=RECOGNIZER_NAME)
+            self.prepared: dict[str, list[tuple[int, int, float]]] = {}
+
+        def load(self) -> None:
+            pass
+
+        def prepare(self, texts: Sequence[str]) -> None:
+            self.prepared = dict(zip(texts, tagger.find(texts), strict=True))
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+            spans = self.prepared.get(text)
+            if spans is None:
+                spans = tagger.find([text])[0]
+            metadata = {
+                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+            }
+            return [
+                RecognizerResult("PERSON", start, end, round(score, 2), recognition_metadata=dict(metadata))
+                for start, end, score in spans
+            ]
+
+    return PersonTaggerRecognizer()

