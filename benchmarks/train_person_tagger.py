@@ -335,13 +335,13 @@ def train(args: argparse.Namespace) -> dict:
     names = name_gazetteer()
     tokens = T.Tokens()
     examples = encode_rows(rows, tokens, names)
-    rng = random.Random(args.seed)
-    examples += [lowered(e) for e in examples if rng.random() < args.lower]
     model = T.build_model(args.layers)
     model.frozen = args.layers - args.trained
     base = load_file(str(T.base_model_dir() / "model.safetensors"))
     model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
     lower_states(model, examples)
+    rng = random.Random(args.seed)
+    examples += [lowered(e) for e in examples if rng.random() < args.lower]  # the same frozen states, shared
     train_set = [e for e in examples if not e["row"]["dev"]]
     dev_set = [e for e in examples if e["row"]["dev"]]
     print(f"{len(train_set)} train, {len(dev_set)} dev examples; frozen states in {time.perf_counter() - started:.0f}s",

@@ -16,6 +16,7 @@ from vdbguard.detectors.base import Detection, Detector
 from vdbguard.detectors.custom import custom_recognizers
 from vdbguard.detectors.documents import GROUPS, document_recognizer, ip_recognizer, url_credentials_recognizer
 from vdbguard.detectors.lexicon import name_gazetteer
+from vdbguard.detectors.person_tagger import RECOGNIZER_NAME as TAGGER_RECOGNIZER
 from vdbguard.detectors.secrets import SECRET_ENTITY, secrets_recognizer
 from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
@@ -253,8 +254,7 @@ def build_analyzer(ner: str | None, gazetteer: str, tagger: str | None = None): 
         for recognizer in analyzer.registry.recognizers:
             if recognizer.name == "SpacyRecognizer":
                 recognizer.supported_entities = [e for e in recognizer.supported_entities if e != "PERSON"]
-        path = Path(tagger) if Path(tagger).is_absolute() else _DATA / tagger
-        analyzer.registry.add_recognizer(person_tagger_recognizer(PersonTagger(path)))
+        analyzer.registry.add_recognizer(person_tagger_recognizer(PersonTagger(_data_path(tagger))))
     analyzer.registry.remove_recognizer("UsBankRecognizer")  # 8 to 17 digits by context; this reads 6 to 17
     analyzer.registry.add_recognizer(
         PatternRecognizer(
@@ -267,10 +267,15 @@ def build_analyzer(ner: str | None, gazetteer: str, tagger: str | None = None): 
     return analyzer
 
 
+def _data_path(name: str) -> Path:
+    """A folder of ``vdbguard/data`` by name, or any folder by absolute path."""
+    return Path(name) if Path(name).is_absolute() else _DATA / name
+
+
 def load_ner(nlp: Any, ner: str) -> None:
     """The ``ner`` component's weights (``ner.to_disk``) loaded over ``nlp``'s: the same architecture and labels,
     so only they ship (6 MB), on top of the pipeline's tokenizer and lemmatizer as installed."""
-    path = Path(ner) if Path(ner).is_absolute() else _DATA / ner
+    path = _data_path(ner)
     try:
         trained = json.loads((path / "training.json").read_text(encoding="utf-8"))
         base, installed = trained.get("base_version"), nlp.meta.get("version")
@@ -327,7 +332,8 @@ class PresidioDetector(Detector):
         self.min_score = min_score
         self.settings = None if settings is None or settings.is_default else settings
         self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger)
-        self._tagger = next((r for r in self.analyzer.registry.recognizers if hasattr(r, "prepare")), None)
+        recognizers = self.analyzer.registry.recognizers
+        self._tagger = next((r for r in recognizers if r.name == TAGGER_RECOGNIZER), None)
         identifiers = self.settings.identifiers if self.settings else []
         self._ad_hoc = custom_recognizers(identifiers) or None
         self.entities = _ENTITIES + [str(identifier.pii_type) for identifier in identifiers]
