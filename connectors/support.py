@@ -137,13 +137,21 @@ def copy_store(source: Path, target: Path) -> None:
 
 
 def copy_tree_sparse(src: Path, dst: Path) -> None:
-    """``shutil.copytree`` that keeps holes: Qdrant preallocates sparse 32 MiB WAL and mmap files."""
+    """``shutil.copytree`` that keeps holes: Qdrant preallocates sparse 32 MiB WAL and mmap files.
+
+    A file that vanishes between the listing and its copy is left out, as ``rsync`` does: a live shard's WAL
+    renames its preallocated ``tmp-open-N`` segments while we copy, and a missing empty segment is remade on load.
+    """
     shutil.copytree(src, dst, copy_function=_copy_sparse)
 
 
 def _copy_sparse(src: str, dst: str, *, follow_symlinks: bool = True) -> str:
     seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
+    try:
+        fin = open(src, "rb")  # noqa: SIM115 - closed by the with below; only this open may find the file gone
+    except FileNotFoundError:
+        return dst
+    with fin, open(dst, "wb") as fout:
         size = os.fstat(fin.fileno()).st_size
         if seek_data is None or seek_hole is None:
             _copy_range(fin, fout, 0, size)
@@ -160,7 +168,8 @@ def _copy_sparse(src: str, dst: str, *, follow_symlinks: bool = True) -> str:
                 _copy_range(fin, fout, start, end - start)
                 position = end
         fout.truncate(size)
-    shutil.copystat(src, dst)
+    with contextlib.suppress(FileNotFoundError):
+        shutil.copystat(src, dst)
     return dst
 
 

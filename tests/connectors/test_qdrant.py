@@ -3,6 +3,7 @@ each mode, scanning a store another process holds, read-only keys, failing close
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
@@ -193,6 +194,27 @@ def test_sparse_copy_keeps_holes_and_bytes(tmp_path: Path, in_kernel: bool, monk
 
 def _refuse(*args: object) -> int:
     raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+
+def test_sparse_copy_leaves_out_a_file_renamed_while_it_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live shard's WAL renames its preallocated ``tmp-open-N`` segment between our listing and its copy."""
+    source = tmp_path / "src"
+    (source / "wal").mkdir(parents=True)
+    (source / "wal" / "open-1").write_bytes(b"entries")
+    (source / "wal" / "tmp-open-2").write_bytes(b"")
+    listing = os.scandir
+
+    def listed_then_renamed(path: str) -> contextlib.nullcontext[list[os.DirEntry[str]]]:
+        with listing(path) as entries:
+            found = list(entries)
+        if Path(path) == source / "wal":
+            (source / "wal" / "tmp-open-2").rename(source / "wal" / "open-2")
+        return contextlib.nullcontext(found)
+
+    monkeypatch.setattr(os, "scandir", listed_then_renamed)
+    copy_tree_sparse(source, tmp_path / "dst")
+    assert sorted(path.name for path in (tmp_path / "dst" / "wal").iterdir()) == ["open-1"]
+    assert (tmp_path / "dst" / "wal" / "open-1").read_bytes() == b"entries"
 
 
 # -- server specifics ------------------------------------------------------------------------------
