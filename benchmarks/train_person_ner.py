@@ -260,7 +260,7 @@ TRAIN_SOURCES = {"fortunes-pypi", "jargon", "pci-ids", "ieee-other"}  # detector
 
 def gazetteer_rules(args: argparse.Namespace) -> dict:
     """The whole detector on the dev texts with the new NER, once per gazetteer rule (and the old detector)."""
-    from vdbguard.detectors.presidio import GAZETTEER_RULES, PresidioDetector
+    from vdbguard.detectors.presidio import GAZETTEER_RULES, PresidioNerDetector
 
     rows = [json.loads(line) for line in args.train.read_text(encoding="utf-8").splitlines()]
     dev_rows = [row for row in rows if is_dev(row, args.dev_share)]
@@ -268,7 +268,7 @@ def gazetteer_rules(args: argparse.Namespace) -> dict:
     results = {}
     for ner, rule in [("sm", "every"), *((args.out.name, rule) for rule in args.gazetteer_rules.split(","))]:
         assert rule in GAZETTEER_RULES, rule
-        detector = PresidioDetector.variant(ner=None if ner == "sm" else args.out.resolve(), gazetteer=rule)
+        detector = PresidioNerDetector.variant(ner=None if ner == "sm" else args.out.resolve(), gazetteer=rule)
         found = detector.detect_many(texts)
         results[f"{ner}/{rule}"] = detector_scores(found, dev_rows)
         print(f"dev, {ner} NER, gazetteer rule {rule!r}:", json.dumps(results[f"{ner}/{rule}"]), flush=True)

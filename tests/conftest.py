@@ -13,6 +13,14 @@ import pytest
 from tests.helpers import ChromaServer, chroma_executable
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (the README's test command) one math thread a worker, for the worker and the commands it
+    runs: two workers on two cores, each with two threads, ran the torch-heavy tests several times slower."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[variable] = "1"
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``chroma run`` server on a free local port; yields its base URL ``http://127.0.0.1:PORT``."""

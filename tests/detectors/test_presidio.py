@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from vdbguard.detectors.lexicon import name_gazetteer
-from vdbguard.detectors.presidio import PresidioDetector, PresidioSmDetector
+from vdbguard.detectors.presidio import PresidioDetector, PresidioNerDetector, PresidioSmDetector
 from vdbguard.pii import PiiType
 
 
@@ -44,9 +44,11 @@ def test_detects_core_types_offline(detector: PresidioDetector, no_network: None
     assert expected <= found
 
 
-def test_gazetteer_finds_names_in_lowercase_word_soup(detector: PresidioDetector) -> None:
-    detections = detector.detect("invoice overdue gonzalez payment account")
-    assert any(d.pii_type is PiiType.PERSON and d.value == "gonzalez" for d in detections)
+def test_names_in_lowercase_word_soup_are_found(detector: PresidioDetector) -> None:
+    """What bag-of-words inversion recovers: no case, no sentence, and the detector judges it."""
+    detections = detector.detect("patient maria gonzalez diabetes metformin clinic")
+    assert [d.value for d in detections if d.pii_type is PiiType.PERSON] == ["maria gonzalez"]
+    assert any(d.pii_type is PiiType.PERSON for d in PresidioNerDetector().detect("invoice overdue gonzalez payment"))
 
 
 def test_ordinary_text_is_clean(detector: PresidioDetector) -> None:
@@ -92,7 +94,8 @@ def test_the_gazetteer_kept_on_disk_is_the_one_computed() -> None:
 
 def test_the_detector_skips_transformers_pipelines_and_leaves_them_importable() -> None:
     """Presidio's import of transformers and its pipelines is ~3 s of a scan's start for an engine vdbguard never
-    runs, and torch's another 1.3 s for a GPU it never uses: none is imported, and each imports afterwards."""
+    runs, and torch's another 1.3 s for a GPU it never uses: none is imported, and each imports afterwards. The
+    default's name tagger runs on torch, never on transformers; version 6 imports neither."""
     import subprocess
     import sys
 
@@ -105,17 +108,18 @@ def test_the_detector_skips_transformers_pipelines_and_leaves_them_importable() 
         "assert 'transformers.pipelines' in sys.modules and callable(pipeline)\n"
     )
     subprocess.run([sys.executable, "-c", program], check=True, timeout=300)
-    without_an_embedder = (
-        "import sys\n"
-        "from vdbguard.detectors.presidio import PresidioDetector\n"
-        "assert PresidioDetector().detect('Call Jane Roe at 555-0100')\n"
-        "assert 'transformers' not in sys.modules and 'torch' not in sys.modules\n"
-        "import transformers, torch\n"
-        "from transformers import pipeline\n"
-        "assert callable(pipeline) and float(torch.ones(2).sum()) == 2.0\n"
-        "assert PresidioDetector().detect('Call Jane Roe at 555-0100')\n"
-    )
-    subprocess.run([sys.executable, "-c", without_an_embedder], check=True, timeout=300)
+    for detector, absent in (("PresidioDetector", "()"), ("PresidioNerDetector", "('torch',)")):
+        without_an_embedder = (
+            "import sys\n"
+            f"from vdbguard.detectors.presidio import {detector}\n"
+            f"assert {detector}().detect('Call Jane Roe at 555-0100')\n"
+            f"assert 'transformers' not in sys.modules and not any(m in sys.modules for m in {absent})\n"
+            "import transformers, torch\n"
+            "from transformers import pipeline\n"
+            "assert callable(pipeline) and float(torch.ones(2).sum()) == 2.0\n"
+            f"assert {detector}().detect('Call Jane Roe at 555-0100')\n"
+        )
+        subprocess.run([sys.executable, "-c", without_an_embedder], check=True, timeout=300)
 
 
 def test_the_name_list_counts_a_word_where_its_rule_says() -> None:
@@ -140,20 +144,22 @@ def test_the_name_list_counts_a_word_where_its_rule_says() -> None:
     assert kept("agree") == [(0, "Mia"), (4, "Houston")]
     soup = text.lower()
     assert len(kept("capitalised", soup)) == len(kept("agree", soup)) == 4, "no capital letter: every listed word"
-    assert PresidioDetector.gazetteer == "every", "the default counts every listed word, as version 5 did"
+    assert PresidioNerDetector.gazetteer == "every", "version 6 counts every listed word, as version 5 did"
+    assert PresidioDetector.gazetteer == "none", "the default's tagger reads the list as a feature, never alone"
 
 
 def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
     """The rule "agree" (measured, not the default): a listed word counts only inside a name the NER found."""
-    agree = PresidioDetector.variant(ner=PresidioDetector.ner, gazetteer="agree")
+    agree = PresidioNerDetector.variant(ner=PresidioNerDetector.ner, gazetteer="agree")
     assert types_in(agree, "Flights to Houston were cancelled after the storm.") == set()
     assert {d.value for d in agree.detect("-- Ryszard Wróblewski") if d.pii_type is PiiType.PERSON}
 
 
-def test_version_5_stays_selectable(detector: PresidioDetector) -> None:
-    """The installed pipeline's own NER and every listed word, as version 5 found them."""
+def test_versions_5_and_6_stay_selectable(detector: PresidioDetector) -> None:
+    """The installed pipeline's own NER and every listed word, as version 5 found them; version 6 by its name."""
     old = PresidioSmDetector()
-    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 6]
+    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 7]
+    assert PresidioNerDetector().identity() == ["presidio-ner", 6]
     assert old.analyzer is not detector.analyzer
     text = "Looking tired, Oksana Wrzesińska closed the ticket."  # a name on no list, where a sentence puts one
     assert types_in(old, text) == set()

@@ -83,6 +83,14 @@ def test_the_shipped_tagger_finds_names_in_any_case_and_leaves_places_and_produc
     assert names[3] == [] and names[4] == []
 
 
+def test_an_identifiers_prefix_is_never_a_name(shipped: T.PersonTagger) -> None:
+    """Ticket and employee ids in a subject's place ("User ABC-1234 logged in.") read as names to the model alone."""
+    texts = ["Employee EMP-482913 asked for a new laptop.", "User ABC-1234 logged in.", "INC-2231 went to Priya Raman"]
+    found = [[text[s:e] for s, e, _ in spans] for text, spans in zip(texts, shipped.find(texts), strict=True)]
+    assert found == [[], [], ["Priya Raman"]]
+    assert T.glued_to_digits("ABC-1234 ok", 0, 3) and not T.glued_to_digits("Ann Lee, 1930-2001", 0, 7)
+
+
 def test_long_texts_are_read_in_windows_with_offsets_into_the_whole_text(shipped: T.PersonTagger) -> None:
     filler = "the build failed again on the nightly runner " * 30
     text = filler + "and Ingrid Solberg fixed it."

@@ -14,7 +14,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -134,6 +135,49 @@ def protected_embeddings(
     return defense.apply(embed_corpus(embedder, corpus, progress, cache))
 
 
+@contextmanager
+def _training_lock(folder: Path, name: str) -> Iterator[None]:
+    """Held while one process looks for model ``name`` in ``folder`` and trains it if missing; another process
+    (a second scan, a test worker) waits, then finds it cached. Without ``fcntl`` (Windows) both may train."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _cached(folders: Sequence[Path], name: str) -> Path | None:
+    return next((folder / name for folder in folders if (folder / name / "COMPLETE").exists()), None)
+
+
+def _train(
+    cls: type[Attack],
+    embedder: Embedder,
+    corpus: Sequence[LabelledText],
+    embeddings: np.ndarray,
+    progress: ProgressSink,
+    directory: Path,
+) -> Attack:
+    """``cls`` fitted on ``corpus`` and saved whole to ``directory`` (a staging folder renamed into place)."""
+    attack = cls()
+    attack.embedder = embedder
+    with progress.task(f"Training {cls.name}", attack.training_steps(len(corpus))) as advance:
+        attack.fit(corpus, embeddings, progress=advance)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=directory.parent))
+    attack.save(staging)
+    (staging / "COMPLETE").touch()
+    try:
+        os.replace(staging, directory)
+    except OSError:  # another process cached the same model first: keep theirs
+        shutil.rmtree(staging, ignore_errors=True)
+    return attack
+
+
 def trained_attacks(
     embedder: Embedder,
     attack_names: Sequence[str],
@@ -175,33 +219,23 @@ def trained_attacks(
             attack.embedder = embedder
             attacks.append(attack)
             continue
-        trained = next((f / folder_name for f in folders if (f / folder_name / "COMPLETE").exists()), None)
-        if trained is not None:
-            attack = cls.load(trained)
-            attack.embedder = embedder
-            attacks.append(attack)
-            continue
-        if not corpus:
-            corpus = list(_profile_corpus(profile))
-        if embeddings is None:
-            logger.warning("%s", training_notice(embedder, attack_names, corpus, folders[0]))
-            embeddings = (
-                embed_corpus(embedder, corpus, progress, cache)
-                if defense is None
-                else protected_embeddings(defense, embedder, corpus, progress, cache)
-            )
-        attack = cls()
+        trained = _cached(folders, folder_name)
+        if trained is None:
+            with _training_lock(folders[0], folder_name):  # a scan beside this one trains it once, not twice
+                trained = _cached(folders, folder_name)
+                if trained is None:
+                    if not corpus:
+                        corpus = list(_profile_corpus(profile))
+                    if embeddings is None:
+                        logger.warning("%s", training_notice(embedder, attack_names, corpus, folders[0]))
+                        embeddings = (
+                            embed_corpus(embedder, corpus, progress, cache)
+                            if defense is None
+                            else protected_embeddings(defense, embedder, corpus, progress, cache)
+                        )
+                    attacks.append(_train(cls, embedder, corpus, embeddings, progress, folders[0] / folder_name))
+                    continue
+        attack = cls.load(trained)
         attack.embedder = embedder
-        with progress.task(f"Training {name}", attack.training_steps(len(corpus))) as advance:
-            attack.fit(corpus, embeddings, progress=advance)
-        directory = folders[0] / folder_name
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=directory.parent))
-        attack.save(staging)
-        (staging / "COMPLETE").touch()
-        try:
-            os.replace(staging, directory)
-        except OSError:  # another process cached the same model first: keep theirs
-            shutil.rmtree(staging, ignore_errors=True)
         attacks.append(attack)
     return attacks

@@ -8,6 +8,9 @@ from typing import Any
 from vdbguard.detectors.tagger import PersonTagger
 
 RECOGNIZER_NAME = "PersonTaggerRecognizer"
+# a name is the tagger's call, scored as spaCy's NER scores its own: the mean probability moves in the second decimal
+# with the other texts of its batch (bfloat16 sums), and a text's findings must not depend on its neighbours
+SCORE = 0.85
 
 
 def person_tagger_recognizer(tagger: PersonTagger):  # -> presidio_analyzer.EntityRecognizer
@@ -35,8 +38,8 @@ def person_tagger_recognizer(tagger: PersonTagger):  # -> presidio_analyzer.Enti
                 RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
             }
             return [
-                RecognizerResult("PERSON", start, end, round(score, 2), recognition_metadata=dict(metadata))
-                for start, end, score in spans
+                RecognizerResult("PERSON", start, end, SCORE, recognition_metadata=dict(metadata))
+                for start, end, _ in spans
             ]
 
     return PersonTaggerRecognizer()

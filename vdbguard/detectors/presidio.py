@@ -307,7 +307,7 @@ def _merged(detections: Iterable[Detection]) -> list[Detection]:
 
 
 class PresidioDetector(Detector):
-    """Presidio's recognizers plus medical terms, a name gazetteer and birth-date context; with ``settings``, a
+    """Presidio's recognizers plus medical terms, a learned name tagger and birth-date context; with ``settings``, a
     user's own identifiers (Presidio's ad-hoc recognizers, passed with every request) and allow lists per type.
 
     English only (``identifiers.SUPPORTED_LANGUAGES``): its spaCy pipeline, context words and name lists are English."""
@@ -316,13 +316,14 @@ class PresidioDetector(Detector):
     # 2: without spaCy's parser, whose sentence breaks cut dates in two; 3: Luhn cards, IBANs by checksum, accounts by
     # context; 4: secrets;
     # 5: IP addresses, passports, driving licences and national ids by context, passwords in URLs as secrets;
-    # 6: the NER trained for PERSON on real text (PERSON_NER), the name list by the rule in ``gazetteer``
-    version: ClassVar[int] = 6
+    # 6: the NER trained for PERSON on real text (PERSON_NER), the name list by the rule in ``gazetteer``;
+    # 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) alone calls a person, reading the name list as a
+    # feature; spaCy's NER (version 6's weights) keeps places and dates
+    version: ClassVar[int] = 7
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
-    # every listed word, as in version 5: "agree" (the NER alone, bar word soup) cut false people from 0.19 to 0.05 on
-    # real text but lost the single surnames of glosses and credits ("Milton"), which redaction would then embed
-    gazetteer: ClassVar[str] = "every"
-    tagger: ClassVar[str | None] = None  # the learned PERSON tagger's folder; None: the NER and the list judge
+    gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``GAZETTEER_RULES``
+    tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
+    uses_torch: ClassVar[bool] = True
     max_chars: ClassVar[int | None] = MAX_CHARS
     accepts_settings: ClassVar[bool] = True
 
@@ -422,24 +423,24 @@ class PresidioDetector(Detector):
         return _without_secret_emails(detections)
 
 
-class PresidioSmDetector(PresidioDetector):
+class PresidioNerDetector(PresidioDetector):
+    """Version 6: spaCy's NER trained for names on real text, and every listed word a name."""
+
+    name: ClassVar[str] = "presidio-ner"
+    version: ClassVar[int] = 6
+    # "agree" (the NER alone, bar word soup) cut false people from 0.19 to 0.05 on real text but lost the single
+    # surnames of glosses and credits ("Milton"), which redaction would then embed
+    gazetteer: ClassVar[str] = "every"
+    tagger: ClassVar[str | None] = None
+    uses_torch: ClassVar[bool] = False
+
+
+class PresidioSmDetector(PresidioNerDetector):
     """Version 5, as it was: the installed spaCy pipeline's own NER, and every listed name a name."""
 
     name: ClassVar[str] = "presidio-sm"
     version: ClassVar[int] = 5
     ner: ClassVar[str | None] = None
-    gazetteer: ClassVar[str] = "every"
-
-
-class PresidioTaggerDetector(PresidioDetector):
-    """Version 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) calls a person, reading the name list
-    as a feature; spaCy's NER (version 6's weights) keeps places and dates, every other recognizer as in 6."""
-
-    name: ClassVar[str] = "presidio-tagger"
-    version: ClassVar[int] = 7
-    gazetteer: ClassVar[str] = "none"
-    tagger: ClassVar[str | None] = "person-tagger"
-    uses_torch: ClassVar[bool] = True
 
 
 def _without_secret_emails(detections: list[Detection]) -> list[Detection]:

@@ -290,5 +290,14 @@ class PersonTagger:
                 probabilities = logits.float().softmax(-1).tolist()
                 for (index, offsets), row, first in zip(chosen, probabilities, encoded.first, strict=True):
                     kept = [(row[position], offsets[w]) for w, position in enumerate(first) if position >= 0]
-                    found[index] += spans_of([p for p, _ in kept], [o for _, o in kept])
+                    spans = spans_of([p for p, _ in kept], [o for _, o in kept])
+                    found[index] += [span for span in spans if not glued_to_digits(texts[index], *span[:2])]
         return [sorted(spans) for spans in found]
+
+
+def glued_to_digits(text: str, start: int, end: int) -> bool:
+    """Whether the span sits in a run of non-space characters that holds a digit: "EMP" of "EMP-482913" or "ABC" of
+    "ABC-1234" is an identifier's prefix, which the tagger, trained on few ticket ids, reads as a name."""
+    left = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
+    right = min((at for at in (text.find(c, end) for c in " \n\t") if at >= 0), default=len(text))
+    return any(c.isdigit() for c in text[left:right])
