@@ -4,9 +4,9 @@ From ``benchmarks/real_text.py`` (BENCHMARKS.md, "Verdicts on real text"): recor
 person vs records that name nobody, in text nobody on the project wrote and no model was trained on,
 judged by their vectors alone, default settings. Measured per embedder and verdict mode: MiniLM for
 ``default``, ``any`` and ``owner``; ``store`` (the store's model cannot run here) with mpnet vectors standing in
-for the unknown model. All four with the detector's version 6, whose labels train the fused verdict and the owner's
-calibration, and attacks trained across registers (fortune cookies, numbers in running text, product lines). A
-report for any other pair says that nothing was measured.
+for the unknown model; ``owner`` and ``store`` fitted on the default detector's labels (version 7), ``default`` and
+``any`` measured with version 6's; attacks trained across registers (fortune cookies, numbers in running text, product
+lines). A report for any other pair says that nothing was measured.
 Update these numbers together with BENCHMARKS.md when the benchmark is re-run.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from vdbguard.reports.schema import ExpectedQuality
 
 COMMAND = "OMP_NUM_THREADS=1 python benchmarks/real_text.py --out OUT --n 600 --with-text 800"
-MEASURED_ON = "2026-11-29"
+MEASURED_ON = {"default": "2026-11-29", "any": "2026-11-29", "owner": "2026-12-02", "store": "2026-12-02"}
 
 MINILM, STORE = "all-MiniLM-L6-v2", "store"
 _MEASURED: dict[tuple[str, str], tuple[tuple[str, float, float], ...]] = {
@@ -24,17 +24,17 @@ _MEASURED: dict[tuple[str, str], tuple[tuple[str, float, float], ...]] = {
                 ("fortune cookies attributed to a person vs naming nobody", 0.61, 0.0233)),
     (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.745, 0.1133),
             ("fortune cookies attributed to a person vs naming nobody", 0.84, 0.1167)),
-    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.25, 0.1),
-              ("fortune cookies attributed to a person vs naming nobody", 0.7019, 0.0312)),
-    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.205, 0.025),
-                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8125, 0.0052)),
+    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.475, 0.0),
+              ("fortune cookies attributed to a person vs naming nobody", 0.8077, 0.0365)),
+    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.34, 0.0),
+                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8846, 0.0208)),
 }  # fmt: skip
 
 
 def expected_quality(mode: str, embedder: str) -> list[ExpectedQuality]:
     """The measured quality of the verdict ``mode`` (``default``: fused, ``any``, ``owner`` or ``store``) on real
     text, for vectors of ``embedder`` (its name, or ``store``); empty when nobody measured that pair."""
-    shared = {"mode": mode, "measured_on": MEASURED_ON, "command": COMMAND}
+    shared = {"mode": mode, "measured_on": MEASURED_ON.get(mode, ""), "command": COMMAND}
     return [
         ExpectedQuality(**shared, source=source, recall=recall, false_positive_rate=fpr)
         for source, recall, fpr in _MEASURED.get((embedder, mode), ())
