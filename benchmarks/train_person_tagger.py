@@ -163,7 +163,7 @@ def word_labels(
         else:
             labels.append(0 if hit is None else 2 if hit == inside else 1)
         inside = hit
-    return [text[s:e] for s, e in offsets], offsets, labels
+    return [T.DIGIT.sub("0", text[s:e]) for s, e in offsets], offsets, labels  # digits read as the tagger reads them
 
 
 NOBODY_REGISTERS = {"clean-sentence", "product-line", "contact-block"}  # name nobody by construction

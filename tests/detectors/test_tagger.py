@@ -91,6 +91,16 @@ def test_an_identifiers_prefix_is_never_a_name(shipped: T.PersonTagger) -> None:
     assert T.glued_to_digits("ABC-1234 ok", 0, 3) and not T.glued_to_digits("Ann Lee, 1930-2001", 0, 7)
 
 
+def test_names_beside_long_numbers_are_found(shipped: T.PersonTagger) -> None:
+    """Card and account numbers, read digit by digit, hid the name beside them; the model reads each digit as 0."""
+    texts = [
+        "Premium refund of €496 issued to card number 3546 6458 4681 9701 for William C. Douglas. Please advise.",
+        "Direct debit set up from account 18-5354-2935190 for Louis T. Browne; the first payment is in two weeks.",
+    ]
+    found = [[text[s:e] for s, e, _ in spans] for text, spans in zip(texts, shipped.find(texts), strict=True)]
+    assert found == [["William C. Douglas"], ["Louis T. Browne"]]
+
+
 def test_long_texts_are_read_in_windows_with_offsets_into_the_whole_text(shipped: T.PersonTagger) -> None:
     filler = "the build failed again on the nightly runner " * 30
     text = filler + "and Ingrid Solberg fixed it."

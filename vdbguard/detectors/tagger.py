@@ -24,6 +24,7 @@ TAGGER_DIR = Path(__file__).resolve().parent.parent / "data" / "person-tagger"
 LABELS = ("O", "B", "I")
 # a word: letters and digits, or one other character; "O'Brien" is three words, tagged B I I
 WORD = re.compile(r"[^\W_]+|\S")
+DIGIT = re.compile(r"\d")
 WINDOW_WORDS = 96  # words a pass reads; longer texts go in consecutive windows
 MAX_TOKENS = 192
 
@@ -280,18 +281,26 @@ class PersonTagger:
             for at in range(0, len(offsets), WINDOW_WORDS):
                 windows.append((index, offsets[at : at + WINDOW_WORDS]))
         found: list[list[tuple[int, int, float]]] = [[] for _ in texts]
-        order = sorted(range(len(windows)), key=lambda i: len(windows[i][1]))  # like lengths pad least
+        # every digit read as 0: card, account and phone numbers split into many word pieces, and beside them the
+        # tagger lost names it found once the numbers were masked ("... 9701 for William C. Douglas")
+        words = [[DIGIT.sub("0", texts[index][s:e]) for s, e in offsets] for index, offsets in windows]
+        # windows of one token length batched together, never padded: in bfloat16 a padded window's sums differ, and
+        # a text's names must not depend on the texts batched beside it
+        by_length: dict[int, list[int]] = {}
+        for window, encoding in enumerate(self.tokens.tokenizer.encode_batch(words, is_pretokenized=True)):
+            by_length.setdefault(len(encoding.ids), []).append(window)
         with torch.inference_mode():
-            for at in range(0, len(order), batch_size):
-                chosen = [windows[i] for i in order[at : at + batch_size]]
-                words = [[texts[index][s:e] for s, e in offsets] for index, offsets in chosen]
-                encoded = self.tokens.encode(words, self.names)
-                logits = self.model(encoded.ids, attention_mask(encoded.present, self.dtype), encoded.features)
-                probabilities = logits.float().softmax(-1).tolist()
-                for (index, offsets), row, first in zip(chosen, probabilities, encoded.first, strict=True):
-                    kept = [(row[position], offsets[w]) for w, position in enumerate(first) if position >= 0]
-                    spans = spans_of([p for p, _ in kept], [o for _, o in kept])
-                    found[index] += [span for span in spans if not glued_to_digits(texts[index], *span[:2])]
+            for members in by_length.values():
+                for at in range(0, len(members), batch_size):
+                    chosen = members[at : at + batch_size]
+                    encoded = self.tokens.encode([words[w] for w in chosen], self.names)
+                    logits = self.model(encoded.ids, attention_mask(encoded.present, self.dtype), encoded.features)
+                    probabilities = logits.float().softmax(-1).tolist()
+                    for window, row, first in zip(chosen, probabilities, encoded.first, strict=True):
+                        index, offsets = windows[window]
+                        kept = [(row[position], offsets[w]) for w, position in enumerate(first) if position >= 0]
+                        spans = spans_of([p for p, _ in kept], [o for _, o in kept])
+                        found[index] += [span for span in spans if not glued_to_digits(texts[index], *span[:2])]
         return [sorted(spans) for spans in found]
 
 
