@@ -25,6 +25,7 @@ LABELS = ("O", "B", "I")
 # a word: letters and digits, or one other character; "O'Brien" is three words, tagged B I I
 WORD = re.compile(r"[^\W_]+|\S")
 DIGIT = re.compile(r"\d")
+_RUN_END, _RUN_START = re.compile(r"\S*\Z"), re.compile(r"\S*")  # a run of non-space characters up to / from a point
 WINDOW_WORDS = 96  # words a pass reads; longer texts go in consecutive windows
 MAX_TOKENS = 192
 
@@ -188,10 +189,11 @@ class Tokens:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
 
-    def encode(self, windows: Sequence[Sequence[str]], names: frozenset[str]) -> Encoded:
+    def encode(self, windows: Sequence[Sequence[str]], names: frozenset[str], encodings: Sequence[Any] = ()) -> Encoded:
+        """The windows' ids, presence and features; ``encodings``: the tokenizer's, when the caller already has them."""
         import torch
 
-        encodings = self.tokenizer.encode_batch([list(words) for words in windows], is_pretokenized=True)
+        encodings = encodings or self.tokenizer.encode_batch([list(words) for words in windows], is_pretokenized=True)
         length = max(len(e.ids) for e in encodings)
         ids = torch.zeros(len(windows), length, dtype=torch.long)
         features = torch.zeros(len(windows), length, dtype=torch.long)
@@ -286,14 +288,15 @@ class PersonTagger:
         words = [[DIGIT.sub("0", texts[index][s:e]) for s, e in offsets] for index, offsets in windows]
         # windows of one token length batched together, never padded: in bfloat16 a padded window's sums differ, and
         # a text's names must not depend on the texts batched beside it
+        encodings = self.tokens.tokenizer.encode_batch(words, is_pretokenized=True)
         by_length: dict[int, list[int]] = {}
-        for window, encoding in enumerate(self.tokens.tokenizer.encode_batch(words, is_pretokenized=True)):
+        for window, encoding in enumerate(encodings):
             by_length.setdefault(len(encoding.ids), []).append(window)
         with torch.inference_mode():
             for members in by_length.values():
                 for at in range(0, len(members), batch_size):
                     chosen = members[at : at + batch_size]
-                    encoded = self.tokens.encode([words[w] for w in chosen], self.names)
+                    encoded = self.tokens.encode([words[w] for w in chosen], self.names, [encodings[w] for w in chosen])
                     logits = self.model(encoded.ids, attention_mask(encoded.present, self.dtype), encoded.features)
                     probabilities = logits.float().softmax(-1).tolist()
                     for window, row, first in zip(chosen, probabilities, encoded.first, strict=True):
@@ -307,6 +310,5 @@ class PersonTagger:
 def glued_to_digits(text: str, start: int, end: int) -> bool:
     """Whether the span sits in a run of non-space characters that holds a digit: "EMP" of "EMP-482913" or "ABC" of
     "ABC-1234" is an identifier's prefix, which the tagger, trained on few ticket ids, reads as a name."""
-    left = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
-    right = min((at for at in (text.find(c, end) for c in " \n\t") if at >= 0), default=len(text))
-    return any(c.isdigit() for c in text[left:right])
+    before, after = _RUN_END.search(text, 0, start), _RUN_START.match(text, end)
+    return any(c.isdigit() for c in before.group() + text[start:end] + after.group())  # type: ignore[union-attr]
