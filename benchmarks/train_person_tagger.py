@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_person_ner import TRAIN_SOURCES, is_dev, overlapping
 
 from vdbguard.detectors import tagger as T
+from vdbguard.embedders.bert import attention_mask
 
 FRAMES_FILE = Path(__file__).resolve().parent / "person_frames.json"
 # register: frames; {name} a full name, {first}, {surname}, {title}; {thing} a non-person mention; {n}, {email}
@@ -244,7 +245,7 @@ def lower_states(model, examples: list[dict], batch: int = 64) -> None:
             ids = pad(chosen, "ids", 0)
             present = ids != 0
             present[:, 0] = True
-            states = model.lower(ids, T.attention_mask(present))
+            states = model.lower(ids, attention_mask(present))
             for e, state in zip(chosen, states, strict=True):
                 e["state"] = state[: len(e["ids"])].to(torch.bfloat16)
 
@@ -270,7 +271,7 @@ def predict(model, examples: list[dict], batch: int = 128) -> list[list[tuple[in
         for at in range(0, len(order), batch):
             index = order[at : at + batch]
             states, present, features, _ = batch_tensors([examples[i] for i in index])
-            probabilities = model.upper(states, T.attention_mask(present), features).softmax(-1).tolist()
+            probabilities = model.upper(states, attention_mask(present), features).softmax(-1).tolist()
             for i, row in zip(index, probabilities, strict=True):
                 e = examples[i]
                 kept = [(row[p], e["offsets"][w]) for w, p in enumerate(e["first"]) if p >= 0]
@@ -367,7 +368,7 @@ def train(args: argparse.Namespace) -> dict:
         for at in range(0, len(train_set) - args.batch + 1, args.batch):
             model.train()
             states, present, features, target = batch_tensors(train_set[at : at + args.batch])
-            logits = model.upper(states, T.attention_mask(present), features)
+            logits = model.upper(states, attention_mask(present), features)
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 3), target.reshape(-1), weight=weights,
                                                      ignore_index=-100)  # fmt: skip
             optimizer.zero_grad()

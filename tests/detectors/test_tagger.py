@@ -106,3 +106,18 @@ def test_long_texts_are_read_in_windows_with_offsets_into_the_whole_text(shipped
     text = filler + "and Ingrid Solberg fixed it."
     ((start, end, _),) = shipped.find([text])[0]
     assert text[start:end] == "Ingrid Solberg"
+
+
+def test_the_tagger_runs_on_one_thread_and_gives_the_callers_back() -> None:
+    import torch
+
+    from vdbguard.detectors.tagger import one_thread
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with one_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

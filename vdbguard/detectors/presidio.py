@@ -17,6 +17,7 @@ from vdbguard.detectors.custom import custom_recognizers
 from vdbguard.detectors.documents import GROUPS, document_recognizer, ip_recognizer, url_credentials_recognizer
 from vdbguard.detectors.lexicon import name_gazetteer
 from vdbguard.detectors.person_tagger import RECOGNIZER_NAME as TAGGER_RECOGNIZER
+from vdbguard.detectors.phone import phone_recognizer
 from vdbguard.detectors.secrets import SECRET_ENTITY, secrets_recognizer
 from vdbguard.detectors.validators import iban_valid, luhn_valid
 from vdbguard.errors import VdbguardError
@@ -241,6 +242,8 @@ def build_analyzer(ner: str | None, gazetteer: str, tagger: str | None = None): 
     analyzer.registry.add_recognizer(secrets_recognizer())
     analyzer.registry.remove_recognizer("CreditCardRecognizer")  # its issuer ranges miss today's cards; ours reads all
     analyzer.registry.add_recognizer(luhn_card_recognizer())
+    analyzer.registry.remove_recognizer("PhoneRecognizer")
+    analyzer.registry.add_recognizer(phone_recognizer())
     analyzer.registry.remove_recognizer("IbanRecognizer")
     analyzer.registry.add_recognizer(iban_recognizer())
     analyzer.registry.remove_recognizer("IpRecognizer")  # run only where an address may be (detectors.documents)

@@ -8,11 +8,12 @@ process detects (one thread in the scan's detector workers), in batches.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -76,86 +77,37 @@ def base_weights_hash() -> str:
 
 
 def build_model(layers: int) -> Any:  # -> torch.nn.Module
-    """BERT's encoder (Hugging Face's parameter names, so the package's weights load as they are) cut to ``layers``
-    layers, plus the word feature added before the first trained layer and the head."""
-    import torch
-    from torch import nn
+    """MiniLM's BERT (``vdbguard.embedders.bert``) cut to ``layers`` layers, plus the word feature added before the
+    first trained layer and the head."""
+    from torch import Tensor, nn
 
-    class Named(nn.Module):
-        def __init__(module, **children: nn.Module) -> None:  # "self" is one of BERT's children
-            super().__init__()
-            for name, child in children.items():
-                module.add_module(name, child)
+    from vdbguard.embedders.bert import Bert, Shape
 
-    hidden, heads, inner, eps = 384, 12, 1536, 1e-12
-
-    class Layer(nn.Module):
+    class Tagger(Bert):
         def __init__(self) -> None:
-            super().__init__()
-            self.attention = Named(
-                self=Named(
-                    query=nn.Linear(hidden, hidden), key=nn.Linear(hidden, hidden), value=nn.Linear(hidden, hidden)
-                ),
-                output=Named(dense=nn.Linear(hidden, hidden), LayerNorm=nn.LayerNorm(hidden, eps=eps)),
-            )
-            self.intermediate = Named(dense=nn.Linear(hidden, inner))
-            self.output = Named(dense=nn.Linear(inner, hidden), LayerNorm=nn.LayerNorm(hidden, eps=eps))
-
-        def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            attention, out = self.attention.self, self.attention.output
-            batch, length, _ = x.shape
-
-            def split(t: torch.Tensor) -> torch.Tensor:
-                return t.view(batch, length, heads, hidden // heads).transpose(1, 2)
-
-            context = nn.functional.scaled_dot_product_attention(
-                split(attention.query(x)), split(attention.key(x)), split(attention.value(x)), attn_mask=mask
-            )
-            context = context.transpose(1, 2).reshape(batch, length, hidden)
-            x = out.LayerNorm(x + out.dense(context))
-            return self.output.LayerNorm(x + self.output.dense(nn.functional.gelu(self.intermediate.dense(x))))
-
-    class Tagger(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.embeddings = Named(
-                word_embeddings=nn.Embedding(30522, hidden),
-                position_embeddings=nn.Embedding(512, hidden),
-                token_type_embeddings=nn.Embedding(2, hidden),
-                LayerNorm=nn.LayerNorm(hidden, eps=eps),
-            )
-            self.encoder = Named(layer=nn.ModuleList(Layer() for _ in range(layers)))
-            self.features = nn.Embedding(N_FEATURES, hidden)
+            super().__init__(Shape(layers=layers))
+            self.features = nn.Embedding(N_FEATURES, Shape.hidden)
             nn.init.zeros_(self.features.weight)
-            self.head = nn.Linear(hidden, len(LABELS))
+            self.head = nn.Linear(Shape.hidden, len(LABELS))
             self.frozen = layers  # layers below the first trained one; set by the caller
 
-        def lower(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        def lower(self, ids: Tensor, mask: Tensor) -> Tensor:
             """The frozen part: embeddings and the layers below ``frozen``."""
-            emb = self.embeddings
-            positions = torch.arange(ids.shape[1]).unsqueeze(0)
-            x = emb.word_embeddings(ids) + emb.position_embeddings(positions) + emb.token_type_embeddings.weight[0]
-            x = emb.LayerNorm(x)
+            x = self.embed(ids)
             for layer in self.encoder.layer[: self.frozen]:
                 x = layer(x, mask)
             return x
 
-        def upper(self, x: torch.Tensor, mask: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        def upper(self, x: Tensor, mask: Tensor, features: Tensor) -> Tensor:
             x = x + self.features(features)
             for layer in self.encoder.layer[self.frozen :]:
                 x = layer(x, mask)
             return self.head(x)
 
-        def forward(self, ids: torch.Tensor, mask: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        def forward(self, ids: Tensor, mask: Tensor, features: Tensor) -> Tensor:
             return self.upper(self.lower(ids, mask), mask, features)
 
     return Tagger()
-
-
-def attention_mask(present: Any, dtype: Any = None) -> Any:  # (batch, tokens) bool -> (batch, 1, 1, tokens), additive
-    import torch
-
-    return torch.where(present[:, None, None, :], 0.0, float("-inf")).to(dtype or torch.float32)
 
 
 def fast_bf16() -> bool:
@@ -277,6 +229,8 @@ class PersonTagger:
     def find(self, texts: Sequence[str], batch_size: int = 32) -> list[list[tuple[int, int, float]]]:
         import torch
 
+        from vdbguard.embedders.bert import attention_mask
+
         windows: list[tuple[int, list[tuple[int, int]]]] = []  # (text index, word offsets)
         for index, text in enumerate(texts):
             offsets = words_of(text)
@@ -292,7 +246,7 @@ class PersonTagger:
         by_length: dict[int, list[int]] = {}
         for window, encoding in enumerate(encodings):
             by_length.setdefault(len(encoding.ids), []).append(window)
-        with torch.inference_mode():
+        with torch.inference_mode(), one_thread():
             for members in by_length.values():
                 for at in range(0, len(members), batch_size):
                     chosen = members[at : at + batch_size]
@@ -305,6 +259,20 @@ class PersonTagger:
                         spans = spans_of([p for p, _ in kept], [o for _, o in kept])
                         found[index] += [span for span in spans if not glued_to_digits(texts[index], *span[:2])]
         return [sorted(spans) for spans in found]
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread while the tagger runs: its small matrices ran slower on two threads than on one, at twice
+    the CPU, and a scan's detector already runs a process a core."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def glued_to_digits(text: str, start: int, end: int) -> bool:

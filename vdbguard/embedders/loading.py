@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -143,6 +144,26 @@ class Embedder:
             ) from exc
 
     @cached_property
+    def encoder(self) -> Callable[[list[str]], np.ndarray]:
+        """How text is embedded: a BERT model with mean pooling (the packaged MiniLM) in plain torch, which starts in
+        a fraction of the time; any other model by sentence-transformers."""
+        from vdbguard.embedders.bert import SentenceEncoder
+
+        try:
+            light = SentenceEncoder.of(self.path)
+        except Exception as exc:  # a folder that looked like one and is broken
+            raise VdbguardError(
+                f"could not load embedder from {self.path}: {exc}",
+                "point --embedder at a sentence-transformers model folder",
+            ) from exc
+        if light is not None:
+            return functools.partial(light.encode, batch_size=self.batch_size)
+        model = self.model
+        return functools.partial(
+            model.encode, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True
+        )
+
+    @cached_property
     def dimension(self) -> int:
         return int(self._identity()["dimension"])
 
@@ -201,7 +222,7 @@ class Embedder:
         probes = self.encode(list(_FINGERPRINT_PROBES))
         return {
             "fingerprint": hashlib.sha256(np.round(probes, 2).astype(np.float32).tobytes()).hexdigest()[:16],
-            "dimension": int(self.model.get_embedding_dimension()),
+            "dimension": int(probes.shape[1]),
             "probes": np.round(probes, 6).tolist(),
         }
 
@@ -211,9 +232,7 @@ class Embedder:
         chunks = []
         for start in range(0, len(texts), 512):
             chunk = texts[start : start + 512]
-            vectors = self.model.encode(
-                chunk, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True
-            )
+            vectors = self.encoder(chunk)
             chunks.append(np.asarray(vectors, dtype=np.float32))
             if progress:
                 progress(len(chunk))

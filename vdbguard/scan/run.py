@@ -329,7 +329,7 @@ def _build_scanner(
         align_to=None if embedder else model,
         embedder_probes=None if embedder is None else embedder.probe_embeddings,
         records_in_store=records_in_store,
-        meanwhile=None if embedder is None else lambda: embedder.model,  # the scan re-embeds flagged stored text
+        meanwhile=None if embedder is None else lambda: embedder.encoder,  # the scan re-embeds flagged stored text
     )
     verdict = None
     if isinstance(calibrated, Calibrated):
