@@ -9,7 +9,20 @@ import pytest
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors import load_detector
 from vdbguard.detectors.presidio import WINDOW, PresidioDetector
-from vdbguard.detectors.shared import CHUNK, DetectorWorker, ProcessSharedDetector, worth_a_detector_worker
+from vdbguard.detectors.shared import (
+    CHUNK,
+    MEMO,
+    DetectorWorker,
+    Memo,
+    ProcessSharedDetector,
+    worth_a_detector_worker,
+)
+
+
+@pytest.fixture(autouse=True)
+def no_memo() -> None:
+    """These tests watch who detects: nothing may come from an earlier test's texts."""
+    MEMO.clear()
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +123,7 @@ def test_a_big_scan_or_a_loaded_detector_detects_here_as_well_as_in_the_early_wo
     try:
         loaded = ProcessSharedDetector(PresidioDetector, processes=2, start_after=10**9, early=early)
         assert loaded.detect_many(texts) == expected and loaded._detector is not None  # no wait for the worker
+        MEMO.clear()  # else the texts are looked up
         big = ProcessSharedDetector(PresidioDetector, processes=2, start_after=CHUNK, early=early)
         assert big.detect_many(texts) == expected and big._detector is not None
         assert big._workers == [early], "the early worker counts among the processes"
@@ -140,3 +154,33 @@ def test_a_worker_of_a_detector_that_runs_a_model_may_import_torch_and_finds_wha
         assert worker.detect(texts) == load_detector("presidio").detect_many(texts)
     finally:
         worker.stop()
+
+
+def test_a_text_detected_before_is_looked_up_not_detected_again(texts: list[str]) -> None:
+    """protect's copy reads the texts its scan before it read: the second pass costs no detection."""
+    asked: list[str] = []
+
+    class Counted(PresidioDetector):
+        def detect_many(self, batch):
+            asked.extend(batch)
+            return super().detect_many(batch)
+
+    first, second = ProcessSharedDetector(Counted(), processes=1), ProcessSharedDetector(Counted(), processes=1)
+    expected = first.detect_many(texts[:40])
+    assert len(asked) == 40
+    found = second.detect_many([*texts[:40], *texts[:40], texts[40]])
+    assert found == [*expected, *expected, Counted().detect_many([texts[40]])[0]]
+    assert asked == [*texts[:40], texts[40], texts[40]]  # the last: this test's own check
+    found[0].clear()  # a caller's list is its own
+    assert second.detect_many(texts[:1]) == expected[:1]
+
+
+def test_a_memo_keeps_detections_apart_per_detector_and_drops_the_oldest() -> None:
+    memo = Memo(limit=10)
+    memo.put("a", {"12345": [], "abcde": []})
+    assert set(memo.get("a", ["12345", "abcde"])) == {"12345", "abcde"}
+    assert memo.get("b", ["12345"]) == {}
+    memo.put("b", {"xyz": []})
+    assert set(memo.get("a", ["12345", "abcde"])) == {"abcde"} and set(memo.get("b", ["xyz"])) == {"xyz"}
+    memo.put("a", {"x" * 11: []})  # longer than the memo holds: never kept
+    assert memo.get("a", ["x" * 11]) == {}

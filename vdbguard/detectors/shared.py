@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import IO
@@ -38,6 +38,7 @@ CHUNK = 64  # texts per request: small enough that no core waits long for the la
 READY = "ready"
 SETTINGS_FLAG = "--settings-on-stdin"  # the worker reads its DetectorSettings as JSON from its first input line
 START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
+MEMO_CHARS = 20_000_000  # characters of text whose detections a process keeps (see ``Memo``)
 
 
 def detector_cores() -> int:
@@ -174,6 +175,42 @@ def _stop_all(workers: list[DetectorWorker]) -> None:
         worker.stop()
 
 
+class Memo:
+    """Texts' detections, kept per detector identity for the life of the process, the oldest dropped past
+    ``MEMO_CHARS``: ``protect`` reads a collection's texts in its scan before the copy, then again to redact them,
+    and a detection depends only on the detector and the text."""
+
+    def __init__(self, limit: int = MEMO_CHARS) -> None:
+        self.limit = limit
+        self._held: dict[str, OrderedDict[str, list[Detection]]] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, identity: str, texts: Sequence[str]) -> dict[str, list[Detection]]:
+        with self._lock:
+            held = self._held.get(identity, {})
+            return {text: list(held[text]) for text in texts if text in held}
+
+    def put(self, identity: str, found: dict[str, list[Detection]]) -> None:
+        with self._lock:
+            held = self._held.setdefault(identity, OrderedDict())
+            for text, detections in found.items():
+                if text not in held and len(text) <= self.limit:
+                    held[text] = list(detections)
+                    self._chars += len(text)
+            while self._chars > self.limit:
+                oldest = next(kept for kept in self._held.values() if kept)
+                self._chars -= len(oldest.popitem(last=False)[0])
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self._chars = 0
+
+
+MEMO = Memo()
+
+
 class ProcessSharedDetector(Detector):
     """``detector.detect_many`` over ``processes`` processes: this one and ``processes - 1`` workers, each
     building the detector plugin of the same name.
@@ -242,6 +279,17 @@ class ProcessSharedDetector(Detector):
             self._started.extend(started)
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
+        """Each text's detections: a text this process has detected before is looked up (``Memo``)."""
+        identity = json.dumps(self.identity())
+        known = MEMO.get(identity, texts)
+        fresh = [text for text in dict.fromkeys(texts) if text not in known]
+        if fresh:
+            found = dict(zip(fresh, self._detect_fresh(fresh), strict=True))
+            MEMO.put(identity, found)
+            known |= found
+        return [list(known[text]) for text in texts]
+
+    def _detect_fresh(self, texts: Sequence[str]) -> list[list[Detection]]:
         self._read += len(texts)
         big = self._big()
         if big:
