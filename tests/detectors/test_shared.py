@@ -173,6 +173,10 @@ def test_a_text_detected_before_is_looked_up_not_detected_again(texts: list[str]
     assert asked == [*texts[:40], texts[40], texts[40]]  # the last: this test's own check
     found[0].clear()  # a caller's list is its own
     assert second.detect_many(texts[:1]) == expected[:1]
+    stricter = ProcessSharedDetector(Counted(min_score=0.9), processes=1)
+    asked.clear()
+    stricter.detect_many(texts[:40])  # another cut-off finds other spans: nothing looked up
+    assert asked == texts[:40]
 
 
 def test_a_memo_keeps_detections_apart_per_detector_and_drops_the_oldest() -> None:

@@ -176,7 +176,7 @@ def _stop_all(workers: list[DetectorWorker]) -> None:
 
 
 class Memo:
-    """Texts' detections, kept per detector identity for the life of the process, the oldest dropped past
+    """Texts' detections, kept per detector (identity and cut-off) for the life of the process, the oldest dropped past
     ``MEMO_CHARS``: ``protect`` reads a collection's texts in its scan before the copy, then again to redact them,
     and a detection depends only on the detector and the text."""
 
@@ -280,7 +280,7 @@ class ProcessSharedDetector(Detector):
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         """Each text's detections: a text this process has detected before is looked up (``Memo``)."""
-        identity = json.dumps(self.identity())
+        identity = json.dumps([*self.identity(), getattr(self._detector, "min_score", self.cutoff)])
         known = MEMO.get(identity, texts)
         fresh = [text for text in dict.fromkeys(texts) if text not in known]
         if fresh:
