@@ -153,6 +153,7 @@ def test_a_scan_that_reads_loads_its_detector_in_a_worker_meanwhile_and_an_uncha
     monkeypatch.setattr(shared, "DetectorWorker", Recorded)
     monkeypatch.setattr(shared, "detector_cores", lambda: 2)  # as on any machine with two cores or more
     monkeypatch.setattr(PresidioDetector, "loaded_here", classmethod(lambda cls: False))  # as in a fresh process
+    shared.MEMO.clear()  # and with no text detected before: the scan must detect, not look up
 
     def scan(state: str, slot: WorkerSlot | None = None) -> Report:
         return scan_collection(
