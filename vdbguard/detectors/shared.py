@@ -189,14 +189,14 @@ class Memo:
     def get(self, identity: str, texts: Sequence[str]) -> dict[str, list[Detection]]:
         with self._lock:
             held = self._held.get(identity, {})
-            return {text: list(held[text]) for text in texts if text in held}
+            return {text: held[text] for text in texts if text in held}
 
     def put(self, identity: str, found: dict[str, list[Detection]]) -> None:
         with self._lock:
             held = self._held.setdefault(identity, OrderedDict())
             for text, detections in found.items():
                 if text not in held and len(text) <= self.limit:
-                    held[text] = list(detections)
+                    held[text] = detections
                     self._chars += len(text)
             while self._chars > self.limit:
                 oldest = next(kept for kept in self._held.values() if kept)
@@ -287,7 +287,7 @@ class ProcessSharedDetector(Detector):
             found = dict(zip(fresh, self._detect_fresh(fresh), strict=True))
             MEMO.put(identity, found)
             known |= found
-        return [list(known[text]) for text in texts]
+        return [list(known[text]) for text in texts]  # each caller's list its own; the memo's are never handed out
 
     def _detect_fresh(self, texts: Sequence[str]) -> list[list[Detection]]:
         self._read += len(texts)

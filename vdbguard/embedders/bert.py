@@ -122,9 +122,11 @@ class SentenceEncoder:
         from tokenizers import Tokenizer
 
         self.model = Bert(shape)
+        wanted = set(self.model.state_dict())
         stored = load_file(str(folder / "model.safetensors"))
-        weights = {key.removeprefix("bert."): value for key, value in stored.items()}
-        self.model.load_state_dict({name: value for name, value in weights.items() if name in self.model.state_dict()})
+        self.model.load_state_dict(
+            {name: value for key, value in stored.items() if (name := key.removeprefix("bert.")) in wanted}
+        )
         self.model.eval()
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()

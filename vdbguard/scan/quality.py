@@ -4,9 +4,9 @@ From ``benchmarks/real_text.py`` (BENCHMARKS.md, "Verdicts on real text"): recor
 person vs records that name nobody, in text nobody on the project wrote and no model was trained on,
 judged by their vectors alone, default settings. Measured per embedder and verdict mode: MiniLM for
 ``default``, ``any`` and ``owner``; ``store`` (the store's model cannot run here) with mpnet vectors standing in
-for the unknown model; ``owner`` and ``store`` fitted on the default detector's labels (version 7), ``default`` and
-``any`` measured with version 6's; attacks trained across registers (fortune cookies, numbers in running text, product
-lines). A report for any other pair says that nothing was measured.
+for the unknown model; all four with the default detector (version 7), whose labels train the fused verdict and the
+owner's calibration, and attacks trained across registers (fortune cookies, numbers in running text, product lines).
+A report for any other pair says that nothing was measured.
 Update these numbers together with BENCHMARKS.md when the benchmark is re-run.
 """
 
@@ -15,15 +15,15 @@ from __future__ import annotations
 from vdbguard.reports.schema import ExpectedQuality
 
 COMMAND = "OMP_NUM_THREADS=1 python benchmarks/real_text.py --out OUT --n 600 --with-text 800"
-MEASURED_ON = {"default": "2026-11-29", "any": "2026-11-29", "owner": "2026-12-02", "store": "2026-12-02"}
+MEASURED_ON = {"default": "2026-12-02", "any": "2026-12-02", "owner": "2026-12-02", "store": "2026-12-02"}
 
 MINILM, STORE = "all-MiniLM-L6-v2", "store"
 _MEASURED: dict[tuple[str, str], tuple[tuple[str, float, float], ...]] = {
     # (embedder, mode): (source, recall, false-positive rate)
-    (MINILM, "default"): (("WordNet person glosses vs places and organisations", 0.51, 0.06),
-                ("fortune cookies attributed to a person vs naming nobody", 0.61, 0.0233)),
-    (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.745, 0.1133),
-            ("fortune cookies attributed to a person vs naming nobody", 0.84, 0.1167)),
+    (MINILM, "default"): (("WordNet person glosses vs places and organisations", 0.5183, 0.06),
+                ("fortune cookies attributed to a person vs naming nobody", 0.6183, 0.0233)),
+    (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.74, 0.1133),
+            ("fortune cookies attributed to a person vs naming nobody", 0.84, 0.1183)),
     (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.475, 0.0),
               ("fortune cookies attributed to a person vs naming nobody", 0.8077, 0.0365)),
     (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.34, 0.0),
