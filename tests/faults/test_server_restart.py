@@ -16,7 +16,8 @@ from tests.helpers import ChromaServer
 
 RECORDS = 400
 BATCH = 16  # the scan reads a few pages ahead of the one it attacks: enough are left to meet the stopped server
-PROGRESS = 128  # eight committed batches: the scan is under way
+PROGRESS = BATCH  # its first batch committed: the scan is under way, with most pages still to read (a scan that
+# reuses its calibration's detections reads the rest within seconds)
 
 
 def _scan_under_way(
