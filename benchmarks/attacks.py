@@ -2,7 +2,7 @@
 
 Builds three held-out sets (texts of at most 32 embedder tokens, sampled with a seed) as harness JSONL:
 
-* ``debian``: human-written sentences from Debian's fortunes and WordNet (``../shared/tools/real-text``);
+* ``debian``: human-written sentences from Debian's fortunes and WordNet (````common.real_sentences````);
 * ``chatterbot``: the holdout split of chatterbot-corpus (the attacks train on the other split);
 * ``pii``: synthetic PII sentences whose names come from Faker locales the training corpus never uses
   (en_NZ, en_IN), with the full names as ``names``.
@@ -22,13 +22,13 @@ import os
 import random
 import re
 import resource
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import real_sentences
 from sklearn.metrics import roc_auc_score
 
 from vdbguard.corpus import LabelledText, human_sentences, synthetic_clean, synthetic_pii
@@ -40,7 +40,6 @@ SLOW = frozenset({"gradient", "vec2text", "adversarial-decoding"})  # ~1 record/
 OTHERS = ("pii-probe", "attribute-probe", "secret-exposure", "membership", "throughput")
 HELDOUT_LOCALES = ("en_NZ", "en_IN")
 MAX_TOKENS = 32
-REAL_TEXT_TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"
 _TITLE = re.compile(r"^(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?\s+")
 
 
@@ -67,9 +66,7 @@ def full_names(item: LabelledText) -> list[str]:
 
 def real_text(out: Path, path: Path | None) -> list[str]:
     if path is None:
-        path = out / "real-text.txt"
-        if not path.exists():
-            subprocess.run([str(REAL_TEXT_TOOL), str(path)], check=True)
+        return real_sentences(out / "real-text.txt")
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -293,7 +290,7 @@ def main() -> None:
     parser.add_argument("--throughput-n", type=int, default=20480, help="vectors for the fast-tier throughput")
     parser.add_argument("--attacks", default=",".join(INVERSIONS + OTHERS), help="comma-separated; see the source")
     parser.add_argument("--sets", default="debian,chatterbot,pii")
-    parser.add_argument("--real-text", type=Path, help="output of ../shared/tools/real-text (else it is run)")
+    parser.add_argument("--real-text", type=Path, help="a file of sentences, one a line (else common.real_sentences)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume", action="store_true", help="skip measurements whose JSON already exists")
     args = parser.parse_args()

@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/detector.py --records 4000
 
-Embeds ``--records`` distinct Debian lines (shared/tools/real-text) with MiniLM, inverts them with the
+Embeds ``--records`` distinct Debian lines (``common.real_sentences``) with MiniLM, inverts them with the
 bag-of-words attack (small profile, as the scan's fast tier does), and runs Presidio over the distinct
 recovered texts three ways in one process: as before this change (the name gazetteer as Presidio's deny-list
 regex, ``detect`` per text), with the gazetteer by set lookup, and with ``detect_many`` over pages of 256 (what
@@ -11,28 +11,24 @@ the scanner does per page). Prints texts per second for each, and checks that al
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from common import bench_parser
+from common import bench_parser, real_sentences
 from presidio_analyzer import PatternRecognizer
 
 from vdbguard.attacks.training import trained_attacks
 from vdbguard.detectors.lexicon import name_gazetteer
-from vdbguard.detectors.presidio import GAZETTEER_SCORE, PresidioDetector, build_analyzer
+from vdbguard.detectors.presidio import PresidioDetector, build_analyzer
+from vdbguard.detectors.recognizers.registry import GAZETTEER_SCORE
 from vdbguard.embedders import Embedder
-
-REAL_TEXT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"
 
 
 def main() -> None:
     args = bench_parser(__doc__, records=4000).parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        corpus = Path(folder) / "real.txt"
-        subprocess.run([str(REAL_TEXT), str(corpus)], check=True, capture_output=True)
-        lines = list(dict.fromkeys(line for line in corpus.read_text().splitlines() if line.strip()))
+        lines = list(dict.fromkeys(real_sentences(Path(folder) / "real.txt")))
     lines = lines[: args.records]
     embedder = Embedder()
     (attack,) = trained_attacks(embedder, ["bag-of-words"], profile="small")

@@ -2,7 +2,7 @@
 
     python benchmarks/detector_workers.py --records 4000 [--processes 2]
 
-Runs ``PresidioDetector.detect_many`` over ``--records`` real sentences (shared/tools/real-text) in this process,
+Runs ``PresidioDetector.detect_many`` over ``--records`` real sentences (``common.real_sentences``) in this process,
 then through ``ProcessSharedDetector`` with ``--processes`` processes, once its workers are ready. Prints both
 times, whether the results are identical, how long a worker took to be ready, and each process's RSS.
 """

@@ -5,7 +5,7 @@
 Each collection is an embedded LanceDB table of ``--records`` 384-d vectors:
 - ``text``: random vectors with a short distinct text in the payload (as ``benchmarks/export.py`` writes them);
 - ``random``: the same without text;
-- ``real``: MiniLM vectors of that many distinct real sentences (shared/tools/real-text), no text;
+- ``real``: MiniLM vectors of that many distinct real sentences (``common.real_sentences``), no text;
 - ``repeated``: MiniLM vectors of 500 real sentences repeated with a little noise (as ``benchmarks/rescan.py``
   writes them at scale), no text;
 - ``stored``: as a RAG store keeps them, MiniLM vectors of distinct real sentences, each stored beside its

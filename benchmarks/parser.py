@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/parser.py
 
 Runs ``PresidioDetector.detect_many`` over 3,000 templated PII lines, 500 clean ones, the human hold-out lines
-and 2,000 real sentences (shared/tools/real-text), once as shipped (parser off) and once with the parser turned
+and 2,000 real sentences (``common.real_sentences``), once as shipped (parser off) and once with the parser turned
 back on, in one process. Prints the seconds each way, the number of texts whose detections differ, and each
 difference (types and spans; the texts are synthetic or public sentences).
 """

@@ -4,7 +4,7 @@
         [--malloc cli|glibc] [--ids ordered|uuid]
 
 Fills an embedded LanceDB table (or Chroma collection) with ``--records`` vectors: MiniLM embeddings of 5,000 real
-sentences (shared/tools/real-text) with a little noise, so every vector is distinct and each looks
+sentences (``common.real_sentences``) with a little noise, so every vector is distinct and each looks
 like a real sentence's; the payload is an id and no text. Then runs ``vdbguard scan --state`` three
 times as a subprocess, each timed with its own peak memory (``wait4``): the first scan, a re-scan of the
 unchanged table (the store names the same content version: nothing is read), a re-scan after a write that
@@ -30,21 +30,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from common import bench_parser
+from common import bench_parser, real_sentences
 
 from vdbguard.embedders import Embedder
 from vdbguard.records import VectorRecord
 
-REAL_TEXT = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"
 CHUNK = 50_000
 GLIBC_ARENAS = str(8 * (os.cpu_count() or 1))  # glibc's own MALLOC_ARENA_MAX: set, it keeps the CLI off malloc
 
 
 def real_lines(n: int, workdir: Path) -> list[str]:
-    """The first ``n`` sentences of ``shared/tools/real-text`` (about 57,000 in all)."""
-    corpus = workdir / "real.txt"
-    subprocess.run([str(REAL_TEXT), str(corpus)], check=True, capture_output=True)
-    return [line for line in corpus.read_text().splitlines() if line.strip()][:n]
+    """The first ``n`` sentences of ``common.real_sentences`` (about 57,000 in all)."""
+    return real_sentences(workdir / "real.txt")[:n]
 
 
 def base_vectors(n: int, workdir: Path) -> np.ndarray:

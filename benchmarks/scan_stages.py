@@ -3,7 +3,7 @@
     python benchmarks/scan_stages.py --records 20000
 
 An embedded LanceDB table of ``--records`` MiniLM vectors of real sentences (the first ``--sentences`` lines of
-``shared/tools/real-text``, repeated with a little noise, no text, as ``benchmarks/rescan.py`` writes them) is
+``common.real_sentences``, repeated with a little noise, no text, as ``benchmarks/rescan.py`` writes them) is
 scanned in this process (fast tier, profile small, pages of 1,000, calibration off) once to load the models, then
 once more timed. Printed: the timed scan's wall seconds and how many texts the PII detector read, the seconds
 inside each ``Scanner`` stage (nested stages are inside their callers: ``_best_scores`` is part of ``_fused``), and

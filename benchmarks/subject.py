@@ -1,7 +1,7 @@
 """Data-subject find (issue #15): per-record recall for people a store holds, and how often a person it does not
 hold gets any record, with the text kept and with the text redacted (the vector made before redaction).
 
-The store (embedded Chroma): records that name people, plus chatterbot and, when ``../shared/tools/real-text``
+The store (embedded Chroma): records that name people, plus chatterbot and, when ````common.real_sentences````
 works, Debian lines as records about nobody. ``--source real``: real docstring sentences of the calibration-split
 packages with a name placed where real text carries one ("Tested by ...", "Credit goes to ..."; our frames, not
 our sentences; calibration-split Faker locales). ``--source templates``: our template sentences with en_NZ /
@@ -17,12 +17,12 @@ import argparse
 import json
 import random
 import re
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common import real_sentences
 from vdbguard.connectors import load_connector
 
 from vdbguard.attacks.training import trained_attacks
@@ -34,7 +34,6 @@ from vdbguard.records import VectorRecord
 from vdbguard.subject import Subject, find_subject
 
 HELDOUT_LOCALES = ("en_NZ", "en_IN")
-REAL_TEXT_TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "real-text"
 _TITLE = re.compile(r"^(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?\s+")
 
 
@@ -51,13 +50,10 @@ def _redacted(text: str, values: dict[PiiType, tuple[str, ...]]) -> str:
 
 
 def _debian(out: Path, n: int) -> list[str]:
-    path = out / "real-text.txt"
-    if not path.exists():
-        try:
-            subprocess.run([str(REAL_TEXT_TOOL), str(path)], check=True, capture_output=True)
-        except (OSError, subprocess.CalledProcessError):
-            return []
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if 20 < len(line) < 200]
+    try:
+        lines = [line for line in real_sentences(out / "real-text.txt") if 20 < len(line) < 200]
+    except RuntimeError:
+        return []
     return random.Random(1).sample(lines, min(n, len(lines)))
 
 

@@ -260,7 +260,8 @@ TRAIN_SOURCES = {"fortunes-pypi", "jargon", "pci-ids", "ieee-other"}  # detector
 
 def gazetteer_rules(args: argparse.Namespace) -> dict:
     """The whole detector on the dev texts with the new NER, once per gazetteer rule (and the old detector)."""
-    from vdbguard.detectors.presidio import GAZETTEER_RULES, PresidioNerDetector
+    from vdbguard.detectors.presidio import PresidioNerDetector
+    from vdbguard.detectors.recognizers.word_list import GAZETTEER_RULES
 
     rows = [json.loads(line) for line in args.train.read_text(encoding="utf-8").splitlines()]
     dev_rows = [row for row in rows if is_dev(row, args.dev_share)]

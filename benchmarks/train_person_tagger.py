@@ -14,8 +14,9 @@ Data, train sources only (never an eval source, Debian package documentation or 
   surnames after a title or a verb, tickets and notes), filled with names of the train locales and gender-guesser's
   train half, and hard negatives: the silver data's own place, organisation, product and technical mentions, and
   Faker's cities, countries and companies of the train locales, in the same frames where a name could stand;
-- public annotated NER corpora (``--conll``): the Broad Twitter Corpus and WNUT-17's emerging entities, both CC BY 4.0
-  (only the weights they trained ship, never their text);
+- public annotated NER corpora (``--conll``): the Broad Twitter Corpus and WNUT-17's emerging entities, both CC BY 4.0,
+  and GUM's entity layer (``gum/dep/GUM_*.conllu``; its CC BY and BY-SA genres, ``GUM_GENRES``): only the weights
+  they trained ship, never their text;
 - a lower-cased copy of a share of every kind (``--lower``), labels kept: inversion recovers lower-case word soup.
 
 Dev: 10% of the silver data by source item (``train_person_ner.is_dev``) and of the frames by name, never trained on;
@@ -30,6 +31,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import sys
 import time
 import zlib
@@ -126,9 +128,10 @@ CONLL_KINDS = {
 
 def conll_rows(paths: list[Path]) -> list[dict]:
     """Public annotated NER corpora in CoNLL columns (token, tab, BIO tag): the Broad Twitter Corpus and WNUT-17's
-    emerging entities (both CC BY 4.0). Persons are gold, other entities non-person mentions."""
-    rows = []
-    for path in paths:
+    emerging entities (both CC BY 4.0). Persons are gold, other entities non-person mentions. A ``.conllu`` file is
+    read as GUM's entity layer (``gum_rows``)."""
+    rows = gum_rows([path for path in paths if path.suffix == ".conllu"])
+    for path in (path for path in paths if path.suffix != ".conllu"):
         source = path.name.split(".")[0]
         for block in path.read_text(encoding="utf-8").split("\n\n"):
             pairs = [line.split("\t") for line in block.splitlines() if line.count("\t") == 1]
@@ -147,6 +150,81 @@ def conll_rows(paths: list[Path]) -> list[dict]:
                     open_span = {"start": start, "end": len(text), "label": kind}
                     (spans if kind == "PERSON" else mentions).append(open_span)
             rows.append({"text": text, "spans": spans, "mentions": mentions, "source": source, "register": source})
+    return rows
+
+
+# GUM's genres whose texts are CC BY or CC BY-SA (its LICENSE.txt; annotations CC BY 4.0): never the NC ones
+GUM_GENRES = ("academic", "bio", "court", "interview", "news", "voyage")
+# titles GUM tags as proper nouns inside a person ("President Obama", "the Secretary"): outside the name
+TITLES_BEFORE_NAMES = {
+    "mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "president", "secretary", "emperor", "king", "queen",
+    "prince", "princess", "senator", "governor", "mayor", "judge", "justice", "chief", "general", "captain", "sir",
+    "lord", "lady", "pope", "saint", "st", "bishop", "minister", "prime", "chairman", "petitioner", "respondent",
+    "reverend", "rev", "officer", "sergeant", "colonel", "lieutenant", "commissioner", "director",
+}  # fmt: skip
+GUM_KINDS = {"person": "PERSON", "place": "place", "organization": "organisation"}
+_GUM_EVENT = re.compile(r"\((\d+)-([a-z]+)|(\d+)\)|\)")
+
+
+def gum_rows(paths: list[Path]) -> list[dict]:
+    """Sentences of GUM (github.com/amir-zeldes/gum, ``dep/GUM_<genre>_*.conllu``) in ``GUM_GENRES``: names in
+    prose of biographies, news, interviews and travel guides. A run of proper nouns (PROPN, "-" between) whose
+    innermost entity is a person is a name, unless a common noun follows it there ("the Moriori people", "the
+    Bernoulli family": left unlearned); in a place or organisation it is a non-person mention."""
+    rows = []
+    for path in paths:
+        genre = path.name.split("_")[1] if path.name.startswith("GUM_") else ""
+        if genre not in GUM_GENRES:
+            continue
+        open_mentions: list[tuple[str, str, int]] = []  # (entity id, type, mention number), outermost first
+        for block in path.read_text(encoding="utf-8").split("\n\n"):
+            text, tokens = "", []  # (start, end, upos, word, innermost mention, its kind)
+            for line in block.splitlines():
+                cells = line.split("\t")
+                if len(cells) != 10 or not cells[0].isdigit():
+                    continue
+                entity = next((f[7:] for f in cells[9].split("|") if f.startswith("Entity=")), "")
+                closing, opened_here = [], []
+                for match in _GUM_EVENT.finditer(entity):
+                    if match.group(1):
+                        open_mentions.append((match.group(1), match.group(2), len(tokens) * 100 + len(opened_here)))
+                        opened_here.append(match.group(1))
+                    else:
+                        closing.append(match.group(3) or (opened_here[-1] if opened_here else None))
+                start = len(text) + (1 if text else 0)
+                text = f"{text} {cells[1]}" if text else cells[1]
+                upos = "TITLE" if cells[1].rstrip(".").lower() in TITLES_BEFORE_NAMES else cells[3]
+                upos = "PLURAL" if upos == "PROPN" and "Number=Plur" in cells[5] else upos  # "Americans"
+                _, etype, mention = open_mentions[-1] if open_mentions else (None, None, None)
+                tokens.append((start, len(text), upos, cells[1], mention, GUM_KINDS.get(etype or "", "product")))
+                for closed in closing:
+                    at = [i for i, (held, _, _) in enumerate(open_mentions) if held == closed]
+                    if at:
+                        del open_mentions[at[-1]]
+            if not text:
+                continue
+            grouped = [(t[4] is not None and t[2] == "PROPN", t) for t in tokens]
+            spans, mentions, unsure, run = [], [], [], []
+            for i, (proper, token) in enumerate([*grouped, (False, (0, 0, "", "", None, None))]):
+                hyphen = token[3] == "-" and run and i + 1 < len(grouped) and grouped[i + 1][0]
+                if (proper or hyphen) and (not run or run[-1][4] == token[4]):
+                    run.append(token)
+                    continue
+                if run:
+                    first, last = run[0], run[-1]
+                    span = {"start": first[0], "end": last[1], "label": first[5]}
+                    holds_noun = any(t[4] == first[4] and t[2] == "NOUN" and t[0] > last[1] for t in tokens)
+                    if first[5] != "PERSON":
+                        mentions.append(span)
+                    elif holds_noun:
+                        unsure.append([first[0], last[1]])
+                    else:
+                        spans.append(span)
+                run = [token] if proper else []
+                if token[2] == "PLURAL" and token[5] == "PERSON":
+                    unsure.append([token[0], token[1]])
+            rows.append({"text": text, "spans": spans, "mentions": mentions, "unsure": unsure, "source": "gum",
+                         "register": f"gum-{genre}"})  # fmt: skip
     return rows
 
 

@@ -66,10 +66,9 @@ def cached_from_corpus(key: str, compute: Callable[[], T]) -> T:
 def _corpus_sources_digest() -> str:
     """A digest of the corpus code, the packaged data (60 MB, read only when a file's size or time changed) and
     the versions of the packages a corpus is built with."""
-    import vdbguard.corpus
     import vdbguard.data
 
-    code = Path(vdbguard.corpus.__file__).parent
+    code = Path(__file__).parent  # the corpus package
     data = Path(vdbguard.data.__path__[0])
     inputs = sorted(f for f in data.iterdir() if f.is_file() and f.name != vdbguard.data.FIRST_RUN_CACHE)
     files = (*sorted(code.glob("*.py")), *inputs)

@@ -3,8 +3,7 @@
 detect-secrets is made to scan code: each of its regex plugins knows one kind of credential, its keyword plugin
 reads ``password = ...`` in many languages, and its entropy plugins read quoted strings. Tickets and chats do
 not quote a token, so here a long unquoted run of letters and digits counts when it is as random as the
-entropy plugins' own cut-offs say a secret is. A Presidio recognizer, so every place that reads text for PII
-(stored text, recovered text, redaction) reads it for secrets too.
+entropy plugins' own cut-offs say a secret is. ``recognizers.secrets`` puts it in Presidio's registry.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-SECRET_ENTITY = "SECRET"
 _LEFT_OUT = {"Public IP (ipv4)"}  # an address, not a credential: PII of another kind
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_.-]{16,}={0,2}")
 # a password told in prose ("my password is Hunter2-Planted!"): detect-secrets' keyword plugin reads assignments
@@ -68,21 +66,3 @@ def _random(part: str, base64: Any, hexadecimal: Any) -> bool:
     if re.fullmatch(r"[0-9a-fA-F]+", part):
         return hexadecimal.calculate_shannon_entropy(part) > _HEX_LIMIT
     return base64.calculate_shannon_entropy(part) > _BASE64_LIMIT
-
-
-def secrets_recognizer():  # -> presidio_analyzer.EntityRecognizer
-    from presidio_analyzer import EntityRecognizer, RecognizerResult
-
-    class SecretsRecognizer(EntityRecognizer):
-        def load(self) -> None:
-            pass
-
-        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
-            found = {}
-            for start, end, kind in find_secrets(text):
-                metadata = {RecognizerResult.RECOGNIZER_NAME_KEY: self.name, "secret_type": kind}
-                result = RecognizerResult(SECRET_ENTITY, start, end, 0.9, recognition_metadata=metadata)
-                found.setdefault((start, end), result)
-            return list(found.values())
-
-    return SecretsRecognizer(supported_entities=[SECRET_ENTITY], name="SecretsRecognizer")

@@ -6,7 +6,7 @@ import phonenumbers
 from phonenumbers import PhoneMetadata
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
-from vdbguard.detectors.phone import MIN_DIGITS, phone_recognizer
+from vdbguard.detectors.recognizers.phone import MIN_DIGITS, DigitGatedPhoneRecognizer
 
 
 def test_no_region_has_a_valid_number_shorter_than_the_gate() -> None:
@@ -28,7 +28,7 @@ def test_the_gated_recognizer_finds_what_presidios_finds() -> None:
         "room 12, floor 3",
         "no digits at all",
     ]
-    gated, presidio = phone_recognizer(), PhoneRecognizer()
+    gated, presidio = DigitGatedPhoneRecognizer(), PhoneRecognizer()
     for text in texts:
         found = [(r.start, r.end, r.score) for r in gated.analyze(text, ["PHONE_NUMBER"])]
         assert found == [(r.start, r.end, r.score) for r in presidio.analyze(text, ["PHONE_NUMBER"])], text
