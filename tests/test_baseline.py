@@ -13,7 +13,7 @@ from vdbguard.baseline import BaselineSuppression, load_baseline
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.sarif import render_sarif
 from vdbguard.reports.schema import Evidence, Report
-from vdbguard.scan.job import apply_suppressions
+from vdbguard.scan.suppressions import apply_suppressions
 
 
 def baseline_of(report: Report, path: Path) -> Path:

@@ -2,7 +2,7 @@
 
 FILE is an earlier report.json (each of its findings accepted per collection, record id and PII type) or a
 list of suppressions in the job file's ``[[suppressions]]`` form (TOML or JSON). Either way the result is job
-file suppressions, applied by :func:`vdbguard.scan.job.apply_suppressions`: a baseline is one more
+file suppressions, applied by :func:`vdbguard.scan.suppressions.apply_suppressions`: a baseline is one more
 suppression, not a second mechanism.
 """
 

@@ -199,7 +199,7 @@ def test_suppressions_on_a_spooled_report_stream_and_match_the_in_memory_result(
 
     from vdbguard.config import Suppression
     from vdbguard.reports.spool import FindingSpool
-    from vdbguard.scan.job import apply_suppressions
+    from vdbguard.scan.suppressions import apply_suppressions
 
     report = make_report()
     many = [f.model_copy(update={"record_id": f"{f.record_id}-{i:03d}"}) for i in range(50) for f in report.findings]

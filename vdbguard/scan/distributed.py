@@ -40,7 +40,7 @@ from vdbguard.scan.engine import (
     rekey_duplicates,
     resumable_failures,
 )
-from vdbguard.scan.state import RecordRow, ScanStore
+from vdbguard.scan.state import RecordRow, ScanStore, store_at
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +68,7 @@ def scan_on_ray(
     *,
     batch_size: int = 256,
     state_path: Path | None = None,
+    store: ScanStore | None = None,
     target: str = "",
     total: int | None = None,
     progress: ProgressSink | None = None,
@@ -86,7 +87,7 @@ def scan_on_ray(
             logging_level=logging.WARNING,
         )
     try:
-        with ScanStore(state_path) as store, resumable_failures(store, target, key, connector) as run:
+        with store_at(state_path, store) as held, resumable_failures(held, target, key, connector) as run:
             if (carried := carried_unread(run, progress, total, sample, None)) is not None:
                 return carried
             shares = connector.partitions(executor.shares(total))

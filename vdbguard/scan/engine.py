@@ -46,7 +46,7 @@ from vdbguard.reports.schema import (
 )
 from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.read_ahead import read_ahead
-from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, StateFileError, verdict_key
+from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, StateFileError, store_at, verdict_key
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
@@ -713,6 +713,7 @@ def scan_incrementally(
     *,
     batch_size: int = 256,
     state_path: Path | None = None,
+    store: ScanStore | None = None,
     target: str = "",
     total: int | None = None,
     progress: ProgressSink | None = None,
@@ -723,8 +724,8 @@ def scan_incrementally(
     only once a record needs attacking, so a re-scan of an unchanged collection loads no model at all.
     ``key`` must change whenever the scanner ``build`` makes would judge a record differently.
 
-    ``state_path``: the job's SQLite state (see ``scan.state``); without it a temporary one. ``sample``: the
-    share of new or changed records the fast tier attacks this run.
+    ``state_path``: the job's SQLite state (see ``scan.state``); without it a temporary one; ``store``: that state
+    when the caller holds it open. ``sample``: the share of new or changed records the fast tier attacks this run.
     """
     progress = progress or Silent()
     reading = threading.Lock()
@@ -738,7 +739,7 @@ def scan_incrementally(
         return scanner
 
     try:
-        with ScanStore(state_path) as store, resumable_failures(store, target, key, connector) as run:
+        with store_at(state_path, store) as held, resumable_failures(held, target, key, connector) as run:
             if (carried := carried_unread(run, progress, total, sample, deep)) is not None:
                 return carried
             batch_run = _BatchRun(build_between_pages, run, sample, deep)

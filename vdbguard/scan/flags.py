@@ -19,7 +19,6 @@ from vdbguard.identifiers import DetectorSettings
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
 from vdbguard.scan.job import CollectionResult
-from vdbguard.scan.publish import apply_baseline
 
 ONE_COLLECTION_ONLY = ("save_calibration", "load_calibration")  # with several, each keeps its own in the state
 
@@ -111,8 +110,8 @@ def run_one(
             embedder=model,
             progress=progress,
             executor=RayExecutor(factory, flags["workers"], flags["address"]) if flags["executor"] == "ray" else None,
+            suppressions=baseline,
         )
     duration = time.monotonic() - started
-    report = apply_baseline(report, baseline, flags["state"])
     write_reports(report, flags["out"], flags["formats"])
     return CollectionResult(name, flags["collection"], report, flags["out"], duration)

@@ -19,7 +19,7 @@ from vdbguard.config import JobConfig, Suppression
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Report
 from vdbguard.reports.store_summary import StoreSummary
-from vdbguard.scan.job import CollectionResult, apply_suppressions, failure_reported
+from vdbguard.scan.job import CollectionResult, failure_reported
 from vdbguard.scan.state import ScanStore
 
 log = logging.getLogger(__name__)
@@ -91,18 +91,6 @@ def baseline_in_force(file: Path | None, today: date) -> tuple[list[Suppression]
 def with_baseline(config: JobConfig, baseline: Sequence[Suppression]) -> JobConfig:
     """The job with the baseline's suppressions added to its own."""
     return config.model_copy(update={"suppressions": [*config.suppressions, *baseline]}) if baseline else config
-
-
-def apply_baseline(report: Report, baseline: Sequence[Suppression], state: Path | None) -> Report:
-    """The report without what the baseline accepts, as a job file's suppressions leave it (and saved so, so that
-    `vdbguard report STATE` re-renders it)."""
-    if not baseline:
-        return report
-    report, open_types = apply_suppressions(report, list(baseline))
-    if state is not None and open_types:
-        with ScanStore(state) as store:
-            store.save_report(report, open_types)
-    return report
 
 
 def stored_reports(source: Path, out: Path) -> list[tuple[Report, Path]]:

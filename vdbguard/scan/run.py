@@ -17,6 +17,7 @@ import numpy as np
 from vdbguard.attacks import DEFAULT_ATTACKS, load_attack_class
 from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, TrainingProfile, model_folders, trained_attacks, training_digest
+from vdbguard.config import Suppression
 from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.credentials import redact_location
 from vdbguard.detectors import DEFAULT_DETECTOR, detector_identity, load_detector
@@ -38,6 +39,7 @@ from vdbguard.scan.owner import (
 from vdbguard.scan.quality import quality_for
 from vdbguard.scan.settings import ScanSettings, ScanTarget
 from vdbguard.scan.state import ScanStore, target_key, verdict_key
+from vdbguard.scan.suppressions import apply_suppressions
 
 AUTO_EMBEDDER = "auto"
 STORE_EMBEDDER = "store"
@@ -82,6 +84,7 @@ def scan_collection(
     progress: ProgressSink | None = None,
     executor: RayExecutor | None = None,
     detector_workers: WorkerSlot | None = None,
+    suppressions: Sequence[Suppression] = (),
 ) -> Report:
     """Scan every record of the collection at ``target`` as ``settings`` say (``ScanSettings()``: the defaults)
     and return the report.
@@ -93,11 +96,53 @@ def scan_collection(
 
     ``executor``: attack on a Ray cluster instead of in this process. A scan that reads pages loads its PII
     detector in a worker process meanwhile, on another core: the one in ``detector_workers`` (a job's, kept for
-    its next scan; the caller stops it), or one it starts and stops.
+    its next scan; the caller stops it), or one it starts and stops. ``suppressions``: accepted findings, hidden
+    from the report (and from the one the state keeps).
+
+    The state is opened once, where the scan first needs it, and held (with its lock) until the report is saved.
     """
+    state = _StateOnce(settings.state_path)
+    try:
+        report = _scan(connector, target, settings, state, embedder, progress, executor, detector_workers)
+        report, open_types = apply_suppressions(report, suppressions)
+        if settings.state_path is not None:
+            state().save_report(report, open_types)
+    finally:
+        state.close()
+    return report
+
+
+class _StateOnce:
+    """The scan's state, opened at its first use and then held: after the store's snapshot where the state is new
+    (a disk too full for the snapshot is named as such), before it where the state may know this content."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._store: ScanStore | None = None
+
+    def __call__(self) -> ScanStore:
+        if self._store is None:
+            self._store = ScanStore(self.path)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def _scan(
+    connector: Connector,
+    target: ScanTarget,
+    settings: ScanSettings,
+    state: _StateOnce,
+    embedder: Embedder | None,
+    progress: ProgressSink | None,
+    executor: RayExecutor | None,
+    detector_workers: WorkerSlot | None,
+) -> Report:
     connector_name, safe_location = target.connector_name, redact_location(target.location)
     detector_key = detector_identity(settings.detector, settings.detector_settings)
-    seen = _seen_before(connector, connector_name, safe_location, settings.state_path)
+    seen = _seen_before(connector, connector_name, safe_location, state)
     slot = detector_workers or WorkerSlot()
     reads_here = seen is None and executor is None
     early = (
@@ -178,7 +223,7 @@ def scan_collection(
         deep = DeepTier(build_deep, *settings.deep_budget, attack_names=list(settings.deep_attack_names))
     common: dict[str, Any] = {
         "batch_size": settings.batch_size,
-        "state_path": settings.state_path,
+        "store": state(),
         "target": state_target,
         "total": info.count,
         "progress": progress,
@@ -195,10 +240,7 @@ def scan_collection(
         result = scan_on_ray(connector, build, key, executor, **common)
     if detector_workers is None:
         slot.close()  # the scan is done detecting; a scanner built from here on detects in this process
-    previous = None
-    if built is None and settings.state_path is not None:
-        with ScanStore(settings.state_path) as store:
-            previous = store.latest_report(state_target)
+    previous = state().latest_report(state_target) if built is None and settings.state_path is not None else None
     if previous is not None and previous.coverage is not None:  # nothing attacked: same settings, same models
         identity, attack_info = previous.embedder, previous.attacks
         calibration_report, quality = previous.calibration, previous.expected_quality
@@ -244,22 +286,16 @@ def scan_collection(
     )
     if not isinstance(result.findings, list):
         report = report.spooled(result.findings)
-    if settings.state_path is not None:
-        with ScanStore(settings.state_path) as store:
-            store.save_report(report)
     return report
 
 
-def _seen_before(
-    connector: Connector, connector_name: str, location: str, state_path: Path | None
-) -> CollectionInfo | None:
+def _seen_before(connector: Connector, connector_name: str, location: str, state: _StateOnce) -> CollectionInfo | None:
     """The collection as the last report of this very content described it, when the store names its content
     version and the state holds such a report (a re-scan that most likely reads nothing); else None. Describing
     an embedded Chroma store copies it, which an unchanged re-scan would do only for this."""
     content = connector.content_version()
-    if content is not None and state_path is not None and state_path.is_file():
-        with ScanStore(state_path) as store:
-            report = store.report_of_content(content)
+    if content is not None and state.path is not None and state.path.is_file():
+        report = state().report_of_content(content)
         if report is not None and (report.target.connector, report.target.location) == (connector_name, location):
             seen = report.target
             return CollectionInfo(name=seen.collection, dimension=seen.dimension, count=seen.count, metric=seen.metric)

@@ -472,8 +472,8 @@ class ScanStore:
 
     def _quick_check(self) -> None:
         """Name damage in the file's structure (a zeroed page, a torn write) before a batch is written over it or
-        a row read from it. Once per process for a file this process closed unchanged since: a scan opens its
-        state up to four times, and the check reads every page (0.13 s for a million records)."""
+        a row read from it. Once per process for a file this process closed unchanged since: a job's scans open
+        one state in turn, and the check reads every page (0.13 s for a million records)."""
         identity, version = _file_version(self.path) or (None, None)
         if identity is not None and _QUICK_CHECKED.get(identity) == version:
             return
@@ -639,6 +639,17 @@ class ScanStore:
                 (target, key, datetime.now(UTC).isoformat(), content_version),
             )
             return Run(self, target, key, int(cur.lastrowid or 0), None, resumed=False)
+
+
+@contextlib.contextmanager
+def store_at(path: Path | None, store: ScanStore | None = None) -> Iterator[ScanStore]:
+    """``store`` as it is, when the caller holds the state open (a scan opens it once); else the state at ``path``
+    (a temporary one without a path) opened for the block."""
+    if store is not None:
+        yield store
+        return
+    with ScanStore(path) as opened:
+        yield opened
 
 
 class Run:
