@@ -162,11 +162,12 @@ class PresidioDetector(Detector):
         self.min_score = min_score
         self.settings = None if settings is None or settings.is_default else settings
         self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger)
-        recognizers = self.analyzer.registry.recognizers
-        self._tagger = next((r for r in recognizers if r.name == "PersonTaggerRecognizer"), None)
-        identifiers = self.settings.identifiers if self.settings else []
+        from vdbguard.detectors.recognizers.person_tagger import PersonTaggerRecognizer  # presidio: loaded by now
         from vdbguard.detectors.recognizers.registry import for_identifiers
 
+        recognizers = self.analyzer.registry.recognizers
+        self._tagger = next((r for r in recognizers if isinstance(r, PersonTaggerRecognizer)), None)
+        identifiers = self.settings.identifiers if self.settings else []
         self._ad_hoc = for_identifiers(identifiers) or None
         self.entities = ENTITIES + [str(identifier.pii_type) for identifier in identifiers]
 
