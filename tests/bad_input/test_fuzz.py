@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reports.test_writers import make_report
-from tests.scan.test_state import TARGET, finished_state, leaks
+from tests.scan.test_state_file import TARGET, finished_state, leaks
 from vdbguard.config import STARTER, JobConfig, load_job, parse_job
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.loading import SQLITE_HEADER

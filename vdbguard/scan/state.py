@@ -9,64 +9,49 @@ record's row names the run that counted it, nothing is skipped or counted twice.
 
 Without a state file the same code runs on a temporary database, so every scan takes one path.
 
-The file names itself in its header (``PRAGMA application_id`` "vdbg", ``user_version`` the schema): a file
-vdbguard did not make (the audited store's own database, say) is refused before a byte of it or beside it is
-written. Damage is named (``DamagedStateError``) on open by SQLite's quick check, or when a damaged row is read
-back, and never shown: rows hold record ids and evidence.
+Whose file it is, and what damage in it is called, is :mod:`vdbguard.scan.state_file`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import logging
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, NoReturn, TypeVar, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from vdbguard.cache import ScratchDir
-from vdbguard.errors import VdbguardError
-from vdbguard.reports.loading import SQLITE_HEADER
 from vdbguard.reports.schema import STORED_TEXT, VECTOR, Finding, RecordProblem, Report, RunSummary, Summary
 from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
+from vdbguard.scan.state_file import (
+    APPLICATION_ID,
+    DAMAGE,
+    STATE_SCHEMA,
+    Kind,
+    StateFileError,
+    closed_unchanged,
+    create_owner_only,
+    damage_named,
+    hold_lock,
+    identify,
+    make_owner_only,
+    quick_check,
+    raise_named,
+    reads,
+)
 
 log = logging.getLogger(__name__)
 
-STATE_SCHEMA = 2  # also the file's PRAGMA user_version
-APPLICATION_ID = int.from_bytes(b"vdbg", "big")  # the file's PRAGMA application_id: header bytes 68-71
 LOOKUP_CHUNK = 500  # ids per statement: under SQLite's oldest bound of 999 variables
-_HEADER_SIZE = 100  # SQLite's database header; user_version is at bytes 60-63, application_id at 68-71
-_STATE_TABLES = frozenset({"meta", "runs", "records", "carried"})
-_FIRST_STATE_TABLES = frozenset({"meta", "runs", "records"})  # an earlier vdbguard's state may lack ``carried``
-# SQLite's result codes for a disk, file or lock that refuses (sqlite3.Error.sqlite_errorname); any other error
-# met in a vdbguard state means its bytes are damaged
-_STORAGE_FAILURES = (
-    "SQLITE_IOERR",
-    "SQLITE_FULL",
-    "SQLITE_CANTOPEN",
-    "SQLITE_READONLY",
-    "SQLITE_BUSY",
-    "SQLITE_LOCKED",
-    "SQLITE_PERM",
-    "SQLITE_NOLFS",
-    "SQLITE_PROTOCOL",
-)
-# what a damaged row raises when it is read back: SQLite's errors (a decode error quotes the row), a JSON or
-# pydantic error (which quotes it too), or a value of another type than vdbguard wrote
-_DAMAGE = (sqlite3.DatabaseError, ValueError, TypeError)
-
-Kind = Literal["new", "ours", "older"]
-Method = TypeVar("Method", bound=Callable[..., Any])
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -242,174 +227,6 @@ class RecordRow:
     text_finding: Finding | None = None  # PII or a secret kept in the stored text
 
 
-class StateFileError(VdbguardError):
-    """A state file vdbguard will not use as it is. Running the same command again meets the same file, so
-    unlike other failures of a scan with --state it resumes nothing, however many records the run had committed."""
-
-
-class NotAStateError(StateFileError):
-    """The file is not one vdbguard made. It was read, never written: no byte, mode, lock or journal changed."""
-
-    def __init__(self, path: Path, why: str) -> None:
-        super().__init__(
-            f"{path} is not a vdbguard state file: {why}",
-            "pass a new --state path and vdbguard makes that file (it never writes into a file it did not make); "
-            "a JSON --state file from vdbguard < 0.2 cannot be reused: delete it",
-        )
-        self.path = path
-
-
-class DamagedStateError(StateFileError):
-    """The state is vdbguard's but its bytes are damaged. The message says what was found and in which table,
-    never a row's content: rows hold record ids and evidence, which may be personal data."""
-
-    def __init__(self, path: Path, what: str) -> None:
-        super().__init__(
-            f"the state file {path} is damaged: {what}",
-            "move it aside to start afresh (the next scan attacks every record again); the findings of its last "
-            "finished scan are in the report files that scan wrote",
-        )
-        self.path = path
-
-
-def _identify(path: Path) -> Kind:
-    """Whose file ``path`` is, found without writing a byte or making a file beside it, so that another program's
-    database (the very store being audited, say) is refused before SQLite would switch it to WAL, add tables,
-    or leave a lock or journal next to it. ``older``: a state an earlier vdbguard made, without the mark."""
-    if not path.exists():
-        return "new"
-    if not path.is_file():  # a FIFO would block the read below
-        raise NotAStateError(path, "it is a folder" if path.is_dir() else "it is not a regular file")
-    with path.open("rb") as file:
-        header = file.read(_HEADER_SIZE)
-    if not header:
-        return "new"
-    if len(header) < _HEADER_SIZE or not header.startswith(SQLITE_HEADER):
-        raise NotAStateError(path, "it is not an SQLite database")
-    application_id = int.from_bytes(header[68:72], "big")
-    if application_id == APPLICATION_ID:
-        return "ours"
-    if application_id:
-        raise NotAStateError(path, f"it is another program's SQLite database (application id {application_id:#x})")
-    if int.from_bytes(header[60:64], "big") == 0 and _holds_an_older_state(path):
-        return "older"
-    raise NotAStateError(path, "it is an SQLite database that vdbguard did not make")
-
-
-def _holds_an_older_state(path: Path) -> bool:
-    """Whether an SQLite file without vdbguard's application id is a state an earlier vdbguard made: only the
-    state's tables, and the schema note in ``meta``. Opened immutable, SQLite takes no lock and makes no -wal or
-    -shm file, and reads the main file alone: a state whose first run never closed keeps its tables in its WAL
-    and is not recognised (the user then starts a new one)."""
-    uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
-    try:
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not _FIRST_STATE_TABLES <= tables <= _STATE_TABLES:
-                return False
-            return db.execute("SELECT 1 FROM meta WHERE key = 'schema'").fetchone() is not None
-    except sqlite3.Error:
-        return False
-
-
-def _create_owner_only(path: Path) -> None:
-    """A new state (findings, record ids) is made 0600 before SQLite first writes it: SQLite gives its -wal
-    and -shm files the database file's mode."""
-    if not path.exists():
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-
-
-def _hold_lock(path: Path) -> int | None:
-    """An exclusive lock on ``STATE.lock`` for as long as the state is open: two runs sharing one state would
-    share its run and cursor. None where the OS has no ``flock`` (the lock is then the user's to keep)."""
-    try:
-        import fcntl
-    except ImportError:
-        return None
-    descriptor = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(descriptor)
-        raise VdbguardError(
-            f"another vdbguard process is using the state file {path}",
-            "wait for it to finish (the last scheduled run may still be going), or give this run its own --state",
-        ) from None
-    return descriptor
-
-
-def _make_owner_only(path: Path) -> None:
-    """An older state, once it proved to be one, made owner-only too."""
-    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        with contextlib.suppress(FileNotFoundError, PermissionError):
-            file.chmod(0o600)
-
-
-def storage_error(path: Path, exc: sqlite3.Error | OSError) -> VdbguardError:
-    """What the user can do when SQLite cannot read or write the state file (full disk, read-only folder, another
-    run holding it); the file keeps its last committed batch either way."""
-    if "locked" in str(exc):
-        return VdbguardError(
-            f"another process is writing the state file {path} ({exc})", "wait for that run, or pass another --state"
-        )
-    return VdbguardError(
-        f"cannot write the state file {path} ({exc})",
-        "free disk space or make its folder writable, then run the same command again: the file keeps every "
-        "batch committed before the failure",
-    )
-
-
-def _is_storage_failure(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) or str(getattr(exc, "sqlite_errorname", "")).startswith(_STORAGE_FAILURES)
-
-
-def _what_is_damaged(exc: BaseException, table: str | None) -> str:
-    """What was wrong, in words that cannot carry a row's content: SQLite's own messages name pages, tables and
-    columns only, but a decode, JSON or validation error quotes the value it could not read."""
-    where = f" in the {table} table" if table else ""
-    if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorname", None):
-        return f'SQLite reports "{exc}"{where}'
-    if isinstance(exc, UnicodeError | sqlite3.OperationalError):  # Python's sqlite3 could not decode a text value
-        return f"a value{where} is not UTF-8 text"
-    if isinstance(exc, TypeError):
-        return f"a value{where} is not of the type vdbguard wrote"
-    return f"a row{where} does not read back as what vdbguard wrote"
-
-
-def _raise_named(path: Path, exc: BaseException, table: str | None = None) -> NoReturn:
-    """Raise the named error for ``exc``, met reading or writing the state. A damaged row's own exception is
-    dropped from the chain (``from None``): it quotes the row."""
-    if isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError):
-        raise exc  # vdbguard's mistake, not the file's
-    if _is_storage_failure(exc):
-        raise storage_error(path, cast(sqlite3.Error | OSError, exc)) from exc
-    raise DamagedStateError(path, _what_is_damaged(exc, table)) from None
-
-
-def _reads(table: str) -> Callable[[Method], Method]:
-    """A method that reads ``table`` raises a damaged row as DamagedStateError (or a storage failure as the
-    storage error), wherever in the file the damage is."""
-
-    def decorate(method: Method) -> Method:
-        @functools.wraps(method)
-        def reading(self: ScanStore | Run, *args: Any, **kwargs: Any) -> Any:
-            with _damage_named(self.path, table):
-                return method(self, *args, **kwargs)
-
-        return cast(Method, reading)
-
-    return decorate
-
-
-@contextlib.contextmanager
-def _damage_named(path: Path, table: str) -> Iterator[None]:
-    """Within a method that reads several tables: the one a damaged row was read from."""
-    try:
-        yield
-    except _DAMAGE as exc:
-        _raise_named(path, exc, table)
-
-
 class _StateFindings(FindingSpool):
     """Findings spooled from the state, validated only when read back (a report writer streams them): a finding
     row damaged on disk is named there like any other damage."""
@@ -422,18 +239,7 @@ class _StateFindings(FindingSpool):
         try:
             yield from super().__iter__()
         except ValueError as exc:
-            _raise_named(self.path, exc, "records")
-
-
-_QUICK_CHECKED: dict[tuple[int, int], tuple[int, int, int]] = {}  # (device, inode): (size, mtime, ctime) at close
-
-
-def _file_version(path: Path) -> tuple[tuple[int, int], tuple[int, int, int]] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+            raise_named(self.path, exc, "records")
 
 
 class ScanStore:
@@ -455,32 +261,20 @@ class ScanStore:
 
     def _open(self, path: Path) -> None:
         try:
-            kind = _identify(path)  # before the lock file, the mode or SQLite touch anything
-            self._lock = None if self._tmp is not None else _hold_lock(path)
-            _create_owner_only(path)
+            kind = identify(path)  # before the lock file, the mode or SQLite touch anything
+            self._lock = None if self._tmp is not None else hold_lock(path)
+            create_owner_only(path)
             self.db = sqlite3.connect(path, isolation_level=None)
             try:
                 if kind != "new":
-                    self._quick_check()
+                    quick_check(self.db, path)
                 self._check_schema(kind)
             except BaseException:
                 self.db.close()  # a refused state keeps no -wal or -shm file beside it
                 raise
-            _make_owner_only(path)
-        except (*_DAMAGE, OSError) as exc:
-            _raise_named(path, exc)
-
-    def _quick_check(self) -> None:
-        """Name damage in the file's structure (a zeroed page, a torn write) before a batch is written over it or
-        a row read from it. Once per process for a file this process closed unchanged since: a job's scans open
-        one state in turn, and the check reads every page (0.13 s for a million records)."""
-        identity, version = _file_version(self.path) or (None, None)
-        if identity is not None and _QUICK_CHECKED.get(identity) == version:
-            return
-        problems = [problem for (problem,) in self.db.execute("PRAGMA quick_check(3)")]
-        if problems != ["ok"]:
-            found = "; ".join(" ".join(problem.replace("*** in database main ***", "").split()) for problem in problems)
-            raise DamagedStateError(self.path, f"SQLite's quick_check found {found}")
+            make_owner_only(path)
+        except (*DAMAGE, OSError) as exc:
+            raise_named(path, exc)
 
     def _unlock(self) -> None:
         if self._lock is not None:
@@ -529,9 +323,8 @@ class ScanStore:
         self._unlock()
         if self._tmp is not None:
             self._tmp.drop()
-        elif (closed := _file_version(self.path)) is not None:  # it passed the check on open; only we wrote since
-            identity, version = closed
-            _QUICK_CHECKED[identity] = version
+        else:
+            closed_unchanged(self.path)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -548,7 +341,7 @@ class ScanStore:
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
-            _raise_named(self.path, exc)
+            raise_named(self.path, exc)
 
     def save_report(self, report: Report, hidden: dict[str, list[str]] | None = None) -> None:
         """Keep the finished run's report header (findings stay in the records table, never twice), so
@@ -563,7 +356,7 @@ class ScanStore:
                 (header.model_dump_json(), json.dumps(hidden or {}), target),
             )
 
-    @_reads("runs")
+    @reads("runs")
     def latest_report(self, target: str, *, with_findings: bool = False) -> Report | None:
         """The last finished run's report; its header only unless ``with_findings``."""
         row = self.db.execute(
@@ -583,7 +376,7 @@ class ScanStore:
         )
         open_types = json.loads(hidden or "{}")
         spool, problems = FindingSpool(), []
-        with _damage_named(self.path, "records"):
+        with damage_named(self.path, "records"):
             for finding, text_finding, problem in rows:
                 for kind in (finding, text_finding):
                     kept = None if kind is None else restrict(Finding.model_validate_json(kind), open_types)
@@ -598,7 +391,7 @@ class ScanStore:
             else report.model_copy(update={"findings": list(spool)})
         )
 
-    @_reads("runs")
+    @reads("runs")
     def report_of_content(self, content_version: str) -> Report | None:
         """The header of the last finished run's report that read this content version, if any."""
         row = self.db.execute(
@@ -607,13 +400,13 @@ class ScanStore:
         ).fetchone()
         return None if row is None else Report.model_validate_json(row[0])
 
-    @_reads("runs")
+    @reads("runs")
     def latest_reports(self) -> list[Report]:
         """The last finished run's report of every target in this state file, findings included."""
         targets = [t for (t,) in self.db.execute("SELECT DISTINCT target FROM runs WHERE report IS NOT NULL")]
         return [r for t in sorted(targets) if (r := self.latest_report(t, with_findings=True)) is not None]
 
-    @_reads("runs")
+    @reads("runs")
     def begin(self, target: str, key: str, content_version: str | None = None) -> Run:
         """Resume this target's unfinished run if it has the same verdict key; otherwise start a new run.
 
@@ -684,7 +477,7 @@ class Run:
             self._current = CurrentDigests(self.db, self.target, self.key, self.id)
         return self._current
 
-    @_reads("records")
+    @reads("records")
     def lookup(self, record_ids: Sequence[str], digests: Sequence[bytes]) -> Seen:
         """What the state knows of these records, served with these digests. A record whose verdict was current
         when the run began and that comes unchanged is taken as current without asking the file, unless the run's
@@ -709,7 +502,7 @@ class Run:
                         seen.deep_pending.add(record_id)
         return seen
 
-    @_reads("records")
+    @reads("records")
     def carry_unchanged(self) -> bool:
         """Carry every record over without reading the store, when nothing a re-scan reads could differ: the
         store names the content version the last finished run read, and every record's verdict is current under
@@ -738,7 +531,7 @@ class Run:
         log.info("%s: the content the last run read, every verdict carried over unread", self.target)
         return True
 
-    @_reads("records")
+    @reads("records")
     def verdicts(self) -> tuple[dict[str, bytes | None], set[str]]:
         """For a distributed scan's readers: the digest of each record whose verdict is current under this
         run's key, and the records this run already committed (a resumed run skips them)."""
@@ -828,7 +621,7 @@ class Run:
             )
         )
 
-    @_reads("records")
+    @reads("records")
     def findings(self) -> list[Finding] | FindingSpool:
         """This run's findings in record-id order: a plain list when there are few, else a spool on disk."""
         mine, params = self._mine()
@@ -841,17 +634,17 @@ class Run:
         spool = _StateFindings(self.store.path, (finding for (finding,) in both))
         return list(spool) if len(spool) <= IN_MEMORY_FINDINGS else spool
 
-    @_reads("records")
+    @reads("records")
     def problems(self) -> list[RecordProblem]:
         return [RecordProblem.model_validate_json(p) for p in self._rows("problem")]
 
-    @_reads("records")
+    @reads("records")
     def count(self) -> int:
         """The records this run has committed so far, carried over or attacked."""
         carried = self.db.execute("SELECT COUNT(*) FROM carried WHERE run_id = ?", (self.id,)).fetchone()[0]
         return self.count_each("1")[0] + int(carried)
 
-    @_reads("records")
+    @reads("records")
     def count_each(self, *conditions: str) -> list[int]:
         """How many of this run's records meet each condition, in one pass over them."""
         sums = ", ".join(f"COALESCE(SUM({condition}), 0)" for condition in conditions)
@@ -859,7 +652,7 @@ class Run:
         row = self.db.execute(f"SELECT {sums} FROM records WHERE {mine}", params).fetchone()
         return [int(value) for value in row]
 
-    @_reads("records")
+    @reads("records")
     def summary(self, findings: Iterable[Finding]) -> Summary:
         """This run's counts; ``findings`` are ``self.findings()``, read once by the caller."""
         severities: Counter[str] = Counter()
@@ -888,7 +681,7 @@ class Run:
             source_pii_flagged=pii_flagged,
         )
 
-    @_reads("runs")
+    @reads("runs")
     def previous_rate(self) -> tuple[int, float | None]:
         """Records this target holds from earlier runs, and the last finished run's attack rate (records/s)."""
         known = self.db.execute("SELECT COUNT(*) FROM records WHERE target = ?", (self.target,)).fetchone()[0]
@@ -902,12 +695,12 @@ class Run:
         seconds = (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
         return int(known), row[2] / seconds if seconds > 0 else None
 
-    @_reads("runs")
+    @reads("runs")
     def findings_resolved(self) -> int:
         row = self.db.execute("SELECT findings_resolved FROM runs WHERE id = ?", (self.id,)).fetchone()
         return int(row[0])
 
-    @_reads("runs")
+    @reads("runs")
     def history(self) -> list[RunSummary]:
         """Finished runs of this target, oldest first (the latest 50)."""
         rows = self.db.execute(
