@@ -9,6 +9,7 @@ shows them all side by side. Development sets only, as in ``adversarial_sweep.py
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 
@@ -53,7 +54,7 @@ def main() -> None:
 
     search_class.__init__, search_class.consider = recording_start, recording_consider  # type: ignore[method-assign]
     settings = json.loads(args.settings)
-    if "tolerance" in adversarial_decoding.AdversarialDecoding.settings:  # versions before 6 have none
+    if "tolerance" in inspect.signature(adversarial_decoding.AdversarialDecoding).parameters:  # none before 6
         settings["tolerance"] = 0.0
     attack = adversarial_decoding.AdversarialDecoding(**settings)
     attack.embedder = embedder

@@ -23,16 +23,18 @@ SMALL: dict[str, dict[str, Any]] = {
     "slot-search": {"epochs": 2, "negatives": 128, "max_calibration": 40, "top_k": 2, "locales": ("en_NZ",)},
     "secret-exposure": {"samples": 16},
     "attribute-probe": {"min_pii_sentences": 0},
-    "gradient": {"steps": 4, "length": 4},
+    "gradient": {"steps": 4, "lengths": (4,)},
     "adversarial-decoding": {"beam_width": 2, "top_k": 3, "max_tokens": 3, "seed_steps": 4, "polish_rounds": 1},
 }
 
 
 def tiny_generative(checkpoints: Path):
-    from vdbguard.attacks.generative import GenerativeInversion
+    from vdbguard.attacks.generative import GenerativeConfig, GenerativeInversion
 
     return GenerativeInversion(
-        layers=(0, 29), prefix_length=2, prefix_hidden=32, lora_rank=2, extra_vocabulary=0, max_tokens=10,
+        config=GenerativeConfig(
+            layers=(0, 29), prefix_length=2, prefix_hidden=32, lora_rank=2, extra_vocabulary=0, max_tokens=10
+        ),
         epochs=1, batch_size=16, max_seconds=None, checkpoint_dir=checkpoints,
     )  # fmt: skip
 

@@ -33,15 +33,12 @@ SENTENCES = [
 
 
 def tiny(checkpoint_dir: Path, epochs: float = 40, **overrides):
-    from vdbguard.attacks.generative import GenerativeInversion
+    from vdbguard.attacks.generative import GenerativeConfig, GenerativeInversion
 
     settings = dict(
-        layers=(0, 29),
-        prefix_length=2,
-        prefix_hidden=64,
-        lora_rank=4,
-        extra_vocabulary=0,
-        max_tokens=12,
+        config=GenerativeConfig(
+            layers=(0, 29), prefix_length=2, prefix_hidden=64, lora_rank=4, extra_vocabulary=0, max_tokens=12
+        ),
         epochs=epochs,
         batch_size=3,
         learning_rate=1e-2,

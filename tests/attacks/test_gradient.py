@@ -20,7 +20,7 @@ TARGETS = (
 
 @pytest.fixture(scope="module")
 def attack(embedder) -> GradientInversion:
-    attack = GradientInversion(steps=60, length=8, refine_rounds=1, threads=1)
+    attack = GradientInversion(steps=60, lengths=(8,), refine_rounds=1, threads=1)
     attack.embedder = embedder
     return attack
 
@@ -94,7 +94,7 @@ def test_a_scan_embeds_no_corpus_for_attacks_that_learn_nothing(embedder, tmp_pa
 
 
 def test_refuses_vectors_it_cannot_have_made(embedder):
-    attack = GradientInversion(steps=2, length=2)
+    attack = GradientInversion(steps=2, lengths=(2,))
     with pytest.raises(VdbguardError, match="embedder bound"):
         attack.infer(np.ones((1, 384), dtype=np.float32))
     attack.embedder = embedder

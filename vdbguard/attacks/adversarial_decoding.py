@@ -80,13 +80,14 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise, learned
 from vdbguard.attacks.corrector import UniversalCorrector, refine
 from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.generative import GenerativeInversion, InversionModel
@@ -136,6 +137,7 @@ def _corrector(path: str | None) -> UniversalCorrector:
     return UniversalCorrector.load(Path(path) if path else None)
 
 
+@dataclass(eq=False)
 class AdversarialDecoding(Attack):
     """ZSInvert-style beam search guided by the target embedder; see the module docstring."""
 
@@ -153,92 +155,41 @@ class AdversarialDecoding(Attack):
     kind: ClassVar[str] = "inversion"
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 25  # the highest: it trains nothing, and read the most on MiniLM and mpnet
-    settings = (
-        "beam_width",
-        "top_k",
-        "max_tokens",
-        "refine_rounds",
-        "polish_rounds",
-        "polish_words",
-        "polish_positions",
-        "spell_positions",
-        "spell_margin",
-        "spell_plausibility",
-        "correct_rounds",
-        "correct_candidates",
-        "corrector_path",
-        "seed_words",
-        "seed_steps",
-        "conditioned",
-        "drafts",
-        "tolerance",
-        "max_queries",
-        "max_seconds",
-        "threads",
-        "threshold",
-    )
+    beam_width: int = 5
+    top_k: int = 20
+    max_tokens: int = 24
+    refine_rounds: int = 1
+    polish_rounds: int = 15
+    polish_words: int = 16
+    polish_positions: int = 4
+    spell_positions: int = 0
+    spell_margin: float = 0.015
+    spell_plausibility: float = 8.0
+    correct_rounds: int = 0
+    correct_candidates: int = 8
+    corrector_path: str = ""
+    seed_words: int = 8
+    seed_steps: int = 100
+    conditioned: bool = True
+    drafts: int = 4
+    tolerance: float = 0.01
+    max_queries: int = 0
+    max_seconds: float = 0.0
+    threads: int = 0
+    threshold: float = 0.5
+    # measured: the language model's passes, kept out of budgets
+    prompt_seconds: float = learned(0.0)
+    step_seconds: float = learned(0.0)
+    spell_seconds: float = learned(0.0)
 
-    def __init__(
-        self,
-        beam_width: int = 5,
-        top_k: int = 20,
-        max_tokens: int = 24,
-        refine_rounds: int = 1,
-        polish_rounds: int = 15,
-        polish_words: int = 16,
-        polish_positions: int = 4,
-        spell_positions: int = 0,
-        spell_margin: float = 0.015,
-        spell_plausibility: float = 8.0,
-        correct_rounds: int = 0,
-        correct_candidates: int = 8,
-        corrector_path: str = "",
-        seed_words: int = 8,
-        seed_steps: int = 100,
-        conditioned: bool = True,
-        drafts: int = 4,
-        tolerance: float = 0.01,
-        max_queries: int = 0,
-        max_seconds: float = 0.0,
-        threads: int = 0,
-        threshold: float = 0.5,
-    ) -> None:
-        if beam_width < 1 or top_k < 1 or max_tokens < 1:
-            raise ValueError(f"beam_width, top_k and max_tokens must be >= 1, got {beam_width}, {top_k}, {max_tokens}")
-        self.beam_width = beam_width
-        self.top_k = top_k
-        self.max_tokens = max_tokens
-        self.refine_rounds = refine_rounds
-        self.polish_rounds = polish_rounds
-        self.polish_words = polish_words
-        self.polish_positions = polish_positions
-        self.spell_positions = spell_positions
-        self.spell_margin = spell_margin
-        self.spell_plausibility = spell_plausibility
-        self.correct_rounds = correct_rounds
-        self.correct_candidates = correct_candidates
-        self.corrector_path = corrector_path
-        self.seed_words = seed_words
-        self.seed_steps = seed_steps
-        self.conditioned = conditioned
-        self.drafts = drafts
-        self.tolerance = tolerance
-        self.max_queries = max_queries
-        self.max_seconds = max_seconds
-        self.threads = threads
-        self.threshold = threshold
-        # measured: the language model's passes, kept out of budgets
-        self.prompt_seconds = self.step_seconds = self.spell_seconds = 0.0
+    def __post_init__(self) -> None:
+        if self.beam_width < 1 or self.top_k < 1 or self.max_tokens < 1:
+            raise ValueError(
+                f"beam_width, top_k and max_tokens must be >= 1, got {self.beam_width}, {self.top_k}, {self.max_tokens}"
+            )
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Nothing to train: the language model proposes and the target embedder scores."""
-
-    def save(self, directory: Path) -> None:
-        self.write_config(directory)
-
-    @classmethod
-    def load(cls, directory: Path) -> AdversarialDecoding:
-        return cls.from_config(directory)[0]
 
     def metrics(self) -> dict[str, float]:
         return {

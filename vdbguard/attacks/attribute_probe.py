@@ -31,6 +31,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -39,7 +40,7 @@ from faker import Faker
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise, learned
 from vdbguard.corpus import DEFAULT_LOCALES, LabelledText, synthetic_clean, synthetic_pii
 from vdbguard.corpus.labels import ATTRIBUTES, NONE, labels_of
 from vdbguard.pii import PiiType
@@ -147,30 +148,21 @@ def _scores(model: _Linear, x: np.ndarray, truth: Sequence[str]) -> dict[str, fl
     return {k: round(v, 4) for k, v in out.items()}
 
 
+@dataclass(eq=False)
 class AttributeProbe(Attack):
     """Song & Raghunathan (CCS 2020) attribute inference; see the module docstring."""
 
     name: ClassVar[str] = "attribute-probe"
     description: ClassVar[str] = "linear probes for condition family, sex, age band and (few-shot) authorship"
-    settings = ("threshold", "regularisation", "min_pii_sentences", "min_examples", "seed")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "probe"
-
-    def __init__(
-        self,
-        threshold: float = 0.5,
-        regularisation: float = 4.0,
-        min_pii_sentences: int = 3000,
-        min_examples: int = 5,
-        seed: int = 0,
-    ) -> None:
-        self.threshold = threshold
-        self.regularisation = regularisation
-        self.min_pii_sentences = min_pii_sentences
-        self.min_examples = min_examples
-        self.seed = seed
-        self.models: dict[str, _Linear] = {}
-        self._metrics: dict[str, float] = {}
+    threshold: float = 0.5
+    regularisation: float = 4.0
+    min_pii_sentences: int = 3000
+    min_examples: int = 5
+    seed: int = 0
+    models: dict[str, _Linear] = learned(factory=dict)
+    _metrics: dict[str, float] = learned(factory=dict)
 
     # ----- training ----------------------------------------------------------------------------------
 

@@ -14,12 +14,13 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise, learned
 from vdbguard.cache import atomic_write
 from vdbguard.corpus import LabelledText
 
@@ -66,34 +67,23 @@ class _Weights(NamedTuple):
 _STATE_KEYS = ("0.weight", "0.bias", "3.weight", "3.bias")  # the two Linear layers of ``_model``
 
 
+@dataclass(eq=False)
 class BagOfWordsInversion(Attack):
     name: ClassVar[str] = "bag-of-words"
     description: ClassVar[str] = "Song & Raghunathan 2020 multi-label inversion: ranked recovered words"
-    settings = ("hidden", "max_words")
     version: ClassVar[int] = 3
     rank: ClassVar[int] = 10
-
-    def __init__(
-        self,
-        max_vocabulary: int = 8000,
-        hidden: int = 512,
-        epochs: int = 15,
-        min_steps: int = 2000,
-        max_words: int = 12,
-        pii_word_threshold: float = 0.5,
-        seed: int = 0,
-    ) -> None:
-        self.max_vocabulary = max_vocabulary
-        self.hidden = hidden
-        self.epochs = epochs
-        self.min_steps = min_steps
-        self.max_words = max_words
-        self.seed = seed
-        self.word_threshold = 0.3
-        self.threshold = pii_word_threshold
-        self.vocabulary: list[str] = []
-        self.weights: _Weights | None = None
-        self._metrics: dict[str, float] = {}
+    max_vocabulary: int = 8000
+    hidden: int = 512
+    epochs: int = 15
+    min_steps: int = 2000
+    max_words: int = 12
+    threshold: float = 0.5  # a recovered PII word's score that makes a finding
+    seed: int = 0
+    word_threshold: float = learned(0.3)
+    vocabulary: list[str] = learned(factory=list)
+    weights: _Weights | None = learned()
+    _metrics: dict[str, float] = learned(factory=dict)
 
     def _targets(self, items: Sequence[LabelledText]) -> np.ndarray:
         index = {word: i for i, word in enumerate(self.vocabulary)}
@@ -191,13 +181,12 @@ class BagOfWordsInversion(Attack):
         assert self.weights is not None, "fit() first"
         directory.mkdir(parents=True, exist_ok=True)
         _write_weights(directory, self.weights)
-        learned = {"threshold": self.threshold, "word_threshold": self.word_threshold, "vocabulary": self.vocabulary}
-        self.write_config(directory, learned)
+        self.write_config(directory, {"word_threshold": self.word_threshold, "vocabulary": self.vocabulary})
 
     @classmethod
     def load(cls, directory: Path) -> BagOfWordsInversion:
         attack, config = cls.from_config(directory)
-        attack.threshold, attack.word_threshold = config["threshold"], config["word_threshold"]
+        attack.word_threshold = config["word_threshold"]
         attack.vocabulary = config["vocabulary"]
         if (directory / _WEIGHTS_FILE).is_file():
             with np.load(directory / _WEIGHTS_FILE) as stored:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 from abc import ABC, abstractmethod
@@ -36,9 +37,26 @@ class Inference:
     attributes: Mapping[str, tuple[str, float]] = field(default_factory=dict)
 
 
+def argument(default: Any = None, *, factory: Callable[[], Any] | None = None) -> Any:
+    """A constructor argument that is not a setting (an object, a path, a thread count): ``save`` does not keep it."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"setting": False})
+    return field(default=default, metadata={"setting": False})
+
+
+def learned(default: Any = None, *, factory: Callable[[], Any] | None = None) -> Any:
+    """What ``fit`` learns or a run measures: not a constructor argument, kept by ``save`` in its own way."""
+    if factory is not None:
+        return field(default_factory=factory, init=False, repr=False)
+    return field(default=default, init=False, repr=False)
+
+
 class Attack(ABC):
     """An attack plugin. Subclasses are registered under the ``vdbguard.attacks`` entry point group.
 
+    A subclass is a dataclass (``eq=False``: attacks compare by identity) whose fields declare its settings once:
+    they are the constructor's arguments, what ``save`` keeps and ``load`` passes back. Fields made with
+    :func:`argument` are passed but not kept; fields made with :func:`learned` are state, not arguments.
     ``version`` is part of the cache key: bump it whenever training changes what gets saved.
     ``embedder`` is bound by the trainer before ``fit``/``infer``: black-box attacks query it to
     re-embed their guesses (it is the target model; the attack never sees the stored text).
@@ -57,8 +75,13 @@ class Attack(ABC):
     zero_shot: ClassVar[bool] = False
     threshold: float
     _metrics: dict[str, float]
-    # constructor arguments that save() keeps under their own names and load() passes back
-    settings: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def settings(cls) -> tuple[str, ...]:
+        """The constructor's arguments that ``save`` keeps under their own names and ``load`` passes back."""
+        if not dataclasses.is_dataclass(cls):
+            return ()
+        return tuple(f.name for f in dataclasses.fields(cls) if f.init and f.metadata.get("setting", True))
 
     @abstractmethod
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
@@ -76,12 +99,13 @@ class Attack(ABC):
         audits use it (secret exposure ranks the *known* secret); inversion attacks must ignore it.
         """
 
-    @abstractmethod
-    def save(self, directory: Path) -> None: ...
+    def save(self, directory: Path) -> None:
+        """Keep the settings and metrics (an attack that learns weights saves them too)."""
+        self.write_config(directory)
 
     @classmethod
-    @abstractmethod
-    def load(cls, directory: Path) -> Attack: ...
+    def load(cls, directory: Path) -> Attack:
+        return cls.from_config(directory)[0]
 
     @classmethod
     def pretrained(cls, embedder: Embedder) -> Attack | None:
@@ -92,10 +116,23 @@ class Attack(ABC):
         """Held-out quality measured during fit, so a report can say how strong the attack was."""
         return dict(getattr(self, "_metrics", {}))
 
+    def verdict_settings(self) -> dict[str, Any]:
+        """What a scan's verdict key holds of this attack beside its threshold: its metrics, and each setting changed
+        from its default that they do not already say. An attack at its defaults keys as it did before its settings
+        were declared, so existing states are not re-attacked for nothing."""
+        said = {**self.metrics(), "threshold": self.threshold}
+        defaults = {f.name: f.default for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
+        changed = {
+            name: value
+            for name in self.settings()
+            if name not in said and (value := getattr(self, name)) != defaults.get(name, dataclasses.MISSING)
+        }
+        return {**self.metrics(), **changed}
+
     def write_config(self, directory: Path, state: Mapping[str, Any] | None = None) -> None:
         """Write config.json beside the saved weights: the ``settings``, what fit learned, and the metrics."""
         directory.mkdir(parents=True, exist_ok=True)
-        settings = {name: getattr(self, name) for name in self.settings}
+        settings = {name: getattr(self, name) for name in self.settings()}
         (directory / CONFIG_FILE).write_text(json.dumps({**settings, **(state or {}), "metrics": self.metrics()}))
 
     @staticmethod
@@ -104,9 +141,10 @@ class Attack(ABC):
 
     @classmethod
     def from_config(cls, directory: Path, **arguments: Any) -> tuple[Self, dict[str, Any]]:
-        """A new attack built from the saved ``settings`` (and ``arguments``), metrics restored; and the config."""
+        """A new attack built from the saved ``settings`` (and ``arguments``), metrics restored; and the config.
+        A setting the config lacks (saved before it existed) takes its default."""
         config = cls.read_config(directory)
-        attack = cls(**{name: config[name] for name in cls.settings}, **arguments)
+        attack = cls(**{name: config[name] for name in cls.settings() if name in config}, **arguments)
         attack._metrics = config.get("metrics", {})
         return attack, config
 
@@ -114,7 +152,7 @@ class Attack(ABC):
 def with_record_budget(attack: Attack, seconds: float) -> Attack:
     """``attack`` limited to ``seconds`` of CPU per record, if it takes a budget (``max_seconds``) and has none
     set; other attacks run as they are."""
-    if seconds and "max_seconds" in attack.settings and not attack.max_seconds:  # type: ignore[attr-defined]
+    if seconds and "max_seconds" in attack.settings() and not attack.max_seconds:  # type: ignore[attr-defined]
         attack.max_seconds = seconds  # type: ignore[attr-defined]
     return attack
 

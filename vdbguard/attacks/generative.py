@@ -48,7 +48,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, argument, l2_normalise, learned
 from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.kv_cache import run_cached
 from vdbguard.cache import atomic_write, cache_root
@@ -269,6 +269,7 @@ def _digest(config: GenerativeConfig, texts: Sequence[str], embeddings: np.ndarr
     return hasher.hexdigest()[:24]
 
 
+@dataclass(eq=False)
 class GenerativeInversion(Attack):
     """Generative inversion: Vec2Text's base model (Morris et al., EMNLP 2023) / GEIA (Li et al., 2023).
 
@@ -282,54 +283,29 @@ class GenerativeInversion(Attack):
 
     name: ClassVar[str] = "generative"
     description: ClassVar[str] = "Vec2Text base model / GEIA: SmolLM2 decoder conditioned on the embedding"
-    settings = ("beam_width", "threshold")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 20
+    config: GenerativeConfig = argument(factory=GenerativeConfig)  # the decoder's shape: save keeps it as "config"
+    epochs: float = 1.0
+    max_seconds: float | None = 1200.0
+    batch_size: int = 16
+    learning_rate: float = 2e-3
+    beam_width: int = 1
+    checkpoint_seconds: float = 120.0
+    checkpoint_dir: Path | None = argument()
+    bf16: bool | None = argument()  # bfloat16 autocast: ~2x faster where native; None: where native
+    threads: int | None = argument()  # None: one thread when the CPU is oversubscribed (see decoder.auto_threads)
+    device: str | torch.device = argument("cpu")  # "cuda" to train a bigger variant (benchmarks/generative_recipe.md)
+    threshold: float = 0.5
+    seed: int = 0
+    model: InversionModel | None = learned()
+    _metrics: dict[str, float] = learned(factory=dict)
 
-    def __init__(
-        self,
-        layers: Sequence[int] = (0, 1, 2, 27, 28, 29),
-        prefix_length: int = 8,
-        prefix_hidden: int = 768,
-        lora_rank: int = 16,
-        extra_vocabulary: int = 8000,
-        max_tokens: int = 48,
-        epochs: float = 1.0,
-        max_seconds: float | None = 1200.0,
-        batch_size: int = 16,
-        learning_rate: float = 2e-3,
-        beam_width: int = 1,
-        checkpoint_seconds: float = 120.0,
-        checkpoint_dir: Path | None = None,
-        bf16: bool | None = None,
-        threads: int | None = None,
-        device: str = "cpu",
-        threshold: float = 0.5,
-        seed: int = 0,
-    ) -> None:
-        self.config = GenerativeConfig(
-            layers=tuple(layers),
-            prefix_length=prefix_length,
-            prefix_hidden=prefix_hidden,
-            lora_rank=lora_rank,
-            extra_vocabulary=extra_vocabulary,
-            max_tokens=max_tokens,
-        )
-        self.epochs = epochs
-        self.max_seconds = max_seconds
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.beam_width = beam_width
-        self.checkpoint_seconds = checkpoint_seconds
-        self.checkpoint_dir = checkpoint_dir
-        self.bf16 = bf16_supported() if bf16 is None else bf16  # bfloat16 autocast: ~2x faster where native
-        self.threads = threads  # None: one thread when the CPU is oversubscribed (see decoder.auto_threads)
-        self.device = torch.device(device)  # "cuda" to train a bigger variant (benchmarks/generative_recipe.md)
-        self.threshold = threshold
-        self.seed = seed
-        self.model: InversionModel | None = None
-        self._metrics: dict[str, float] = {}
+    def __post_init__(self) -> None:
+        self.config.layers = tuple(self.config.layers)
+        self.bf16 = bf16_supported() if self.bf16 is None else self.bf16
+        self.device = torch.device(self.device)
 
     # ------------------------------------------------------------------ training
 
@@ -521,7 +497,7 @@ class GenerativeInversion(Attack):
             return None
         facts = packaged[found]
         config = facts["config"]
-        attack = cls(**{name: config[name] for name in _DECODER_SETTINGS})
+        attack = cls(config=GenerativeConfig(**{name: config[name] for name in _DECODER_SETTINGS}))
         state = load_file(str(packaged_file(f"{found}.safetensors")))
         vocabulary = list(range(config["extra_vocabulary"]))
         attack._restore(config["lora_alpha"], vocabulary, embedder.dimension, {k: v.float() for k, v in state.items()})
@@ -532,7 +508,8 @@ class GenerativeInversion(Attack):
     @classmethod
     def load(cls, directory: Path) -> GenerativeInversion:
         config = cls.read_config(directory)["config"]
-        attack, settings = cls.from_config(directory, **{name: config[name] for name in _DECODER_SETTINGS})
+        decoder = GenerativeConfig(**{name: config[name] for name in _DECODER_SETTINGS})
+        attack, settings = cls.from_config(directory, config=decoder)
         state = torch.load(directory / "trained.pt", weights_only=True, map_location="cpu")
         attack._restore(config["lora_alpha"], config["vocabulary"], settings["embedding_dim"], state)
         return attack

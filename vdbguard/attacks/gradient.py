@@ -2,9 +2,9 @@
 vector, recovered by gradient descent through the embedding model itself.
 
 For an open model whose weights the scanner holds (the sentence-transformers model loaded by
-``vdbguard.embedders.Embedder``), each of ``length`` input positions gets a vector of logits over the
-vocabulary. The soft input at a position is ``softmax(logits / T) @ word_embeddings``; the model's own
-transformer, pooling and normalisation turn the soft sequence into a sentence vector, and Adam pushes
+``vdbguard.embedders.Embedder``), each input position of a relaxed sentence (one per entry of ``lengths``) gets a
+vector of logits over the vocabulary. The soft input at a position is ``softmax(logits / T) @ word_embeddings``;
+the model's own transformer, pooling and normalisation turn the soft sequence into a sentence vector, and Adam pushes
 the logits so that vector's cosine with the target rises. ``T`` is annealed from ``start_temperature``
 to ``end_temperature`` so the soft tokens harden into one-hot ones. Each position is then projected to
 its argmax token. Optionally (``refine_rounds``) a greedy discrete search swaps a position for one of its
@@ -19,7 +19,7 @@ really in the text. Words whose removal lowers the cosine by ``min_importance`` 
 only ~4 % of them were in the text.
 
 Limits: it needs the model's weights (white-box); it is slow on CPU (the cost grows with
-``steps`` x ``length`` x vocabulary); it restricts itself to whole-word tokens of a WordPiece / BPE
+``steps`` x length x vocabulary); it restricts itself to whole-word tokens of a WordPiece / BPE
 vocabulary, so names that the tokenizer splits into pieces are found, at best, by their first piece;
 it finds *a* word bag the model maps close to the target, often with topic words right and rare
 tokens (digits, surnames) wrong, so it is weaker than the trained bag-of-words inverter on text like
@@ -31,13 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise, learned
 from vdbguard.corpus import LabelledText
 from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
@@ -155,6 +154,7 @@ def word_score(importance: float) -> float:
     return round(float(np.interp(importance, xs, ys)), 4)
 
 
+@dataclass(eq=False)
 class GradientInversion(Attack):
     """Song & Raghunathan (CCS 2020) white-box relaxed-optimisation inversion; see the module docstring."""
 
@@ -165,69 +165,30 @@ class GradientInversion(Attack):
     zero_shot: ClassVar[bool] = True
     rank: ClassVar[int] = 5
 
-    def __init__(
-        self,
-        steps: int = 100,
-        length: int = 8,
-        lengths: Sequence[int] = (),
-        learning_rate: float = 0.3,
-        start_temperature: float = 1.0,
-        end_temperature: float = 0.05,
-        refine_rounds: int = 0,
-        candidates: int = 4,
-        min_importance: float = 0.01,
-        batch_size: int = 16,
-        threads: int = 0,
-        threshold: float = 0.5,
-        seed: int = 0,
-    ) -> None:
-        if steps < 1 or length < 1:
-            raise ValueError(f"steps and length must be >= 1, got {steps} and {length}")
-        self.steps = steps
-        self.lengths = tuple(lengths) or (length,)
-        self.learning_rate = learning_rate
-        self.start_temperature = start_temperature
-        self.end_temperature = end_temperature
-        self.refine_rounds = refine_rounds
-        self.candidates = candidates
-        self.min_importance = min_importance
-        self.batch_size = batch_size
-        self.threads = threads
-        self.threshold = threshold
-        self.seed = seed
-        self._box: _WhiteBox | None = None
-        self._box_of: Embedder | None = None
+    steps: int = 100
+    lengths: tuple[int, ...] = (8,)  # of the relaxed sentences tried per record; the closest wins
+    learning_rate: float = 0.3
+    start_temperature: float = 1.0
+    end_temperature: float = 0.05
+    refine_rounds: int = 0
+    candidates: int = 4
+    min_importance: float = 0.01
+    batch_size: int = 16
+    threads: int = 0
+    threshold: float = 0.5
+    seed: int = 0
+    _box: _WhiteBox | None = learned()
+    _box_of: Embedder | None = learned()
+
+    def __post_init__(self) -> None:
+        self.lengths = tuple(self.lengths)
+        if self.steps < 1 or not self.lengths or min(self.lengths) < 1:
+            raise ValueError(f"steps and lengths must be >= 1, got {self.steps} and {self.lengths}")
 
     # ----- training: nothing to learn --------------------------------------------------------------
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Nothing to train: the attack uses the target model's own weights at inference time."""
-
-    def _config(self) -> dict[str, Any]:
-        return {
-            "steps": self.steps,
-            "lengths": list(self.lengths),
-            "learning_rate": self.learning_rate,
-            "start_temperature": self.start_temperature,
-            "end_temperature": self.end_temperature,
-            "refine_rounds": self.refine_rounds,
-            "candidates": self.candidates,
-            "min_importance": self.min_importance,
-            "batch_size": self.batch_size,
-            "threads": self.threads,
-            "threshold": self.threshold,
-            "seed": self.seed,
-        }
-
-    def save(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.write_config(directory, self._config())
-
-    @classmethod
-    def load(cls, directory: Path) -> GradientInversion:
-        config = cls.read_config(directory)
-        config.pop("metrics", None)  # derived from the settings (see metrics())
-        return cls(**config)
 
     def metrics(self) -> dict[str, float]:
         return {"steps": self.steps, "max_length": max(self.lengths)}

@@ -8,32 +8,39 @@ almost perfectly, which is exactly the leak (cf. Song & Raghunathan 2020; SPARSE
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
+from vdbguard.attacks.base import (
+    Attack,
+    CalibratedProbe,
+    Inference,
+    Progress,
+    l2_normalise,
+    labelled_split,
+    learned,
+)
 from vdbguard.corpus import LabelledText
 from vdbguard.pii import PROBED_TYPES, PiiType
 
 MIN_POSITIVES = 10
 
 
+@dataclass(eq=False)
 class PiiProbeAttack(Attack):
     name: ClassVar[str] = "pii-probe"
     description: ClassVar[str] = "calibrated linear probe per PII type: P(source text contains it)"
-    settings = ("threshold",)
     version: ClassVar[int] = 2
     kind: ClassVar[str] = "probe"
-
-    def __init__(self, threshold: float = 0.5, regularisation: float = 4.0, seed: int = 0) -> None:
-        self.threshold = threshold
-        self.regularisation = regularisation
-        self.seed = seed
-        # per type: weights (d,), bias, platt slope, platt intercept
-        self.probes: dict[PiiType, tuple[np.ndarray, float, float, float]] = {}
-        self._metrics: dict[str, float] = {}
+    threshold: float = 0.5
+    regularisation: float = 4.0
+    seed: int = 0
+    # per type: weights (d,), bias, platt slope, platt intercept
+    probes: dict[PiiType, tuple[np.ndarray, float, float, float]] = learned(factory=dict)
+    _metrics: dict[str, float] = learned(factory=dict)
 
     def training_steps(self, items: int) -> int:
         return len(PROBED_TYPES)

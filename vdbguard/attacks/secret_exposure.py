@@ -29,13 +29,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 from scipy.stats import skewnorm
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise, learned
 from vdbguard.corpus import LabelledText
 from vdbguard.embedders import Embedder
 from vdbguard.pii import PiiType
@@ -264,6 +263,7 @@ def find_secrets(text: str) -> list[tuple[PiiType, str]]:
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class SecretExposureAttack(Attack):
     """Carlini et al. 2019 secret exposure, per structured secret in the owner's known text.
 
@@ -280,15 +280,12 @@ class SecretExposureAttack(Attack):
 
     name: ClassVar[str] = "secret-exposure"
     description: ClassVar[str] = "Carlini et al. 2019 exposure (bits) of each known secret in its stored vector"
-    settings = ("threshold", "samples", "seed")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "probe"
-
-    def __init__(self, threshold: float = 15.0, samples: int = 128, seed: int = 0) -> None:
-        self.threshold = threshold
-        self.samples = samples
-        self.seed = seed
-        self._metrics: dict[str, float] = {}
+    threshold: float = 15.0
+    samples: int = 128
+    seed: int = 0
+    _metrics: dict[str, float] = learned(factory=dict)
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         """Nothing to learn; records how often the secret finder agrees with the corpus labels."""
@@ -334,10 +331,3 @@ class SecretExposureAttack(Attack):
         for row, per_row in bits.items():
             results[row] = Inference(exposure_bits=dict(per_row))
         return results
-
-    def save(self, directory: Path) -> None:
-        self.write_config(directory)
-
-    @classmethod
-    def load(cls, directory: Path) -> SecretExposureAttack:
-        return cls.from_config(directory)[0]

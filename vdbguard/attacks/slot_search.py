@@ -43,7 +43,15 @@ import torch
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from vdbguard.attacks.base import Attack, CalibratedProbe, Inference, Progress, l2_normalise, labelled_split
+from vdbguard.attacks.base import (
+    Attack,
+    CalibratedProbe,
+    Inference,
+    Progress,
+    l2_normalise,
+    labelled_split,
+    learned,
+)
 from vdbguard.corpus import LabelledText
 from vdbguard.corpus.embedded import embed_list
 from vdbguard.detectors.lexicon import capitalised_names
@@ -86,6 +94,11 @@ class _Candidates:
     last_scores: np.ndarray
 
 
+def _no_rows() -> np.ndarray:
+    return np.zeros((0, 0), dtype=np.float32)
+
+
+@dataclass(eq=False)
 class SlotSearchAttack(Attack):
     """Recovers person names from vectors: closed-list bilinear classifier + re-embedding search.
 
@@ -95,48 +108,36 @@ class SlotSearchAttack(Attack):
 
     name: ClassVar[str] = "slot-search"
     description: ClassVar[str] = "name slot search: gazetteer classifier + re-embedding refinement (PERSON values)"
-    settings = ("threshold", "top_k", "refine", "refine_weight", "probe_gate", "locales", "seed")
     version: ClassVar[int] = 1
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 5  # recovers names only, so `--attack strongest` should prefer a full inverter
+    threshold: float = 0.5
+    top_k: int = 5
+    refine: bool = True
+    refine_weight: float = 3.0
+    probe_gate: float = 0.3
+    locales: Sequence[str] | None = None
+    epochs: int = 15
+    negatives: int = 2048
+    max_calibration: int = 300
+    seed: int = 0
+    first_names: list[str] = learned(factory=list)
+    last_names: list[str] = learned(factory=list)
+    first_vectors: np.ndarray = learned(factory=_no_rows)
+    last_vectors: np.ndarray = learned(factory=_no_rows)
+    w_first: np.ndarray = learned(factory=_no_rows)
+    w_last: np.ndarray = learned(factory=_no_rows)
+    probe_weights: np.ndarray = learned(factory=lambda: np.zeros(0, dtype=np.float32))
+    probe_bias: float = learned(0.0)
+    probe_platt: tuple[float, float] = learned((1.0, 0.0))
+    skeletons: list[str] = learned(factory=list)
+    skeleton_vectors: np.ndarray = learned(factory=_no_rows)
+    # (mode, part) -> (coefficients, intercept); mode "refined" or "classifier"
+    calibrators: dict[str, tuple[list[float], float]] = learned(factory=dict)
+    _metrics: dict[str, float] = learned(factory=dict)
 
-    def __init__(
-        self,
-        threshold: float = 0.5,
-        top_k: int = 5,
-        refine: bool = True,
-        refine_weight: float = 3.0,
-        probe_gate: float = 0.3,
-        locales: Sequence[str] | None = None,
-        epochs: int = 15,
-        negatives: int = 2048,
-        max_calibration: int = 300,
-        seed: int = 0,
-    ) -> None:
-        self.threshold = threshold
-        self.top_k = top_k
-        self.refine = refine
-        self.refine_weight = refine_weight
-        self.probe_gate = probe_gate
-        self.locales = tuple(locales) if locales is not None else None
-        self.epochs = epochs
-        self.negatives = negatives
-        self.max_calibration = max_calibration
-        self.seed = seed
-        self.first_names: list[str] = []
-        self.last_names: list[str] = []
-        self.first_vectors = np.zeros((0, 0), dtype=np.float32)
-        self.last_vectors = np.zeros((0, 0), dtype=np.float32)
-        self.w_first = np.zeros((0, 0), dtype=np.float32)
-        self.w_last = np.zeros((0, 0), dtype=np.float32)
-        self.probe_weights = np.zeros(0, dtype=np.float32)
-        self.probe_bias = 0.0
-        self.probe_platt = (1.0, 0.0)
-        self.skeletons: list[str] = []
-        self.skeleton_vectors = np.zeros((0, 0), dtype=np.float32)
-        # (mode, part) -> (coefficients, intercept); mode "refined" or "classifier"
-        self.calibrators: dict[str, tuple[list[float], float]] = {}
-        self._metrics: dict[str, float] = {}
+    def __post_init__(self) -> None:
+        self.locales = tuple(self.locales) if self.locales is not None else None
 
     # ----- training ---------------------------------------------------------------------------------
 

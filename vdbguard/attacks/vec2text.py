@@ -40,12 +40,13 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from vdbguard.attacks.base import Attack, Inference, Progress, l2_normalise
+from vdbguard.attacks.base import Attack, Inference, Progress, argument, l2_normalise, learned
 from vdbguard.attacks.decoder import torch_threads
 from vdbguard.attacks.generative import GenerativeInversion
 from vdbguard.attacks.slot_search import SlotSearchAttack
@@ -91,6 +92,7 @@ class _Probe:
         return np.hstack([vectors, np.ones((len(vectors), 1), np.float32)]) @ self.weights
 
 
+@dataclass(eq=False)
 class Vec2TextInversion(Attack):
     """Vec2Text iterative correction (Morris et al., EMNLP 2023) with a search in place of the trained corrector.
 
@@ -103,62 +105,32 @@ class Vec2TextInversion(Attack):
 
     name: ClassVar[str] = "vec2text"
     description: ClassVar[str] = "Vec2Text-style iterative correction: re-embed guesses, edit, keep the closest"
-    settings = (
-        "steps",
-        "beam_width",
-        "candidates",
-        "edit_positions",
-        "edit_words",
-        "alpha",
-        "stop_cosine",
-        "probe_vocabulary",
-        "chunk_size",
-        "threshold",
-        "name_search",
-        "name_locales",
-    )
     version: ClassVar[int] = 2
     kind: ClassVar[str] = "inversion"
     rank: ClassVar[int] = 22  # below adversarial decoding, which read more on every embedder measured
+    steps: int = 3
+    beam_width: int = 3
+    candidates: int = 4
+    edit_positions: int = 2
+    edit_words: int = 10
+    alpha: float = 1.0
+    stop_cosine: float = 0.99
+    probe_vocabulary: int = 12000
+    chunk_size: int = 16
+    threshold: float = 0.9
+    threads: int | None = argument()
+    base: GenerativeInversion = argument(factory=GenerativeInversion)  # one trained already is used as it is
+    names: SlotSearchAttack | None = argument()  # a slot-search model trained already is used as it is, like base
+    name_search: bool = True
+    name_locales: Sequence[str] | None = None
+    _name_words: frozenset[str] = learned(frozenset())
+    probe: _Probe | None = learned()
+    _metrics: dict[str, float] = learned(factory=dict)
 
-    def __init__(
-        self,
-        steps: int = 3,
-        beam_width: int = 3,
-        candidates: int = 4,
-        edit_positions: int = 2,
-        edit_words: int = 10,
-        alpha: float = 1.0,
-        stop_cosine: float = 0.99,
-        probe_vocabulary: int = 12000,
-        chunk_size: int = 16,
-        threshold: float = 0.9,
-        threads: int | None = None,
-        base: GenerativeInversion | None = None,
-        names: SlotSearchAttack | None = None,
-        name_search: bool = True,
-        name_locales: Sequence[str] | None = None,
-    ) -> None:
-        self.steps = steps
-        self.beam_width = beam_width
-        self.candidates = candidates
-        self.edit_positions = edit_positions
-        self.edit_words = edit_words
-        self.alpha = alpha
-        self.stop_cosine = stop_cosine
-        self.probe_vocabulary = probe_vocabulary
-        self.chunk_size = chunk_size
-        self.threshold = threshold
-        self.threads = threads
-        self.base = base or GenerativeInversion()
-        self.name_search = name_search
-        self.name_locales = list(name_locales) if name_locales is not None else None
-        self.names: SlotSearchAttack | None = None
-        self._name_words: frozenset[str] = frozenset()
-        if names is not None:  # a slot-search model trained already is used as it is, like ``base``
-            self._use_names(names)
-        self.probe: _Probe | None = None
-        self._metrics: dict[str, float] = {}
+    def __post_init__(self) -> None:
+        self.name_locales = list(self.name_locales) if self.name_locales is not None else None
+        if self.names is not None:
+            self._use_names(self.names)
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Progress | None = None) -> None:
         self.base.embedder = self.embedder

@@ -95,7 +95,7 @@ def measure_attack(
     training_seconds = round(time.perf_counter() - started, 2)
     metrics: dict[str, Any] = evaluate_inversion(with_record_budget(attack, seconds_per_record), model, items)
     metrics["training_seconds"] = training_seconds
-    if seconds_per_record and "max_seconds" in attack.settings:
+    if seconds_per_record and "max_seconds" in attack.settings():
         metrics["seconds_per_record_budget"] = seconds_per_record
     else:
         record_quality(embedder_name, attack_cls.name, metrics)

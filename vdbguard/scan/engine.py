@@ -46,7 +46,8 @@ from vdbguard.reports.schema import (
 )
 from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.read_ahead import read_ahead
-from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, StateFileError, store_at, verdict_key
+from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, store_at, verdict_key
+from vdbguard.scan.state_file import StateFileError
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 TYPE_SEVERITY: dict[PiiType, Severity] = {
@@ -148,7 +149,9 @@ class Scanner:
     def verdict_settings(self) -> dict[str, Any]:
         """Everything in this scanner that changes a verdict, for the state's key."""
         return {
-            "attacks": [(a.name, a.version, round(a.threshold, 6), sorted(a.metrics().items())) for a in self.attacks],
+            "attacks": [
+                (a.name, a.version, round(a.threshold, 6), sorted(a.verdict_settings().items())) for a in self.attacks
+            ],
             "detector": self.detector.identity(),
             "dimension": self.dimension,
             "masked": self.mask_pii,
