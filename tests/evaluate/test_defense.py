@@ -16,11 +16,9 @@ from click.testing import CliRunner
 from vdbguard.attacks import strongest_inversion
 from vdbguard.cli import main
 from vdbguard.corpus import synthetic_pii
-from vdbguard.evaluate.calibration import calibrate
 from vdbguard.evaluate.data import EvalItem
 from vdbguard.evaluate.defense import (
     AttackLeakage,
-    DefenseBench,
     DefensePoint,
     default_attacks,
     evaluate_defense,
@@ -31,19 +29,6 @@ from vdbguard.transforms.keyed import KEY_ENV
 from vdbguard.transforms.rotation import SecretRotation
 
 KEY = "vdbguard-test-key-not-secret-0123456789"  # public: the tests only need a fixed key
-
-
-@pytest.fixture(scope="module")
-def named() -> list[EvalItem]:
-    """Held-out PII sentences that name people from locales the training corpus never used."""
-    items = synthetic_pii(80, seed=999, locales=("en_NZ", "en_IN"))
-    return [EvalItem(t.text, tuple(t.values.get(PiiType.PERSON, ()))) for t in items]
-
-
-@pytest.fixture(scope="module")
-def sentences() -> list[EvalItem]:
-    """Held-out PII sentences scored on their words (no names given), where bag-of-words is strong."""
-    return [EvalItem(item.text) for item in synthetic_pii(60, seed=999, locales=("en_NZ", "en_IN"))]
 
 
 def test_the_default_suite_is_the_strongest_and_cheap_is_only_on_request(embedder) -> None:
@@ -140,67 +125,3 @@ def test_evaluate_defense_cli_writes_the_contract_keys(
     for key in ("neighbour_recall_at_10", "leakage_clean", "leakage_protected", "leakage_protected_adaptive"):
         assert 0 <= written[key] <= 1, (key, written)
     assert written["seconds"] > 0 and written["attacks"]["bag-of-words"]["adaptive"] is not None
-
-
-def test_calibrate_skips_a_keyed_transform_without_a_key_and_tries_the_rest(
-    model_cache: Path, sentences, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data = tmp_path / "heldout.jsonl"
-    data.write_text("\n".join(json.dumps({"text": item.text}) for item in sentences))
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    out = tmp_path / "calibration" / "calibration.json"
-    args = ["calibrate", "--data", str(data), "--transform", "dcpe", "--transform", "binary", "--profile", "small"]
-    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--out", str(out.parent)])
-    assert result.exit_code in (0, 1), result.output
-    assert "skipped dcpe" in result.output and KEY_ENV in result.output
-    assert [p["transform"] for p in json.loads(out.read_text())] == ["binary"]
-
-
-def test_frontier_measures_a_chain_resumes_and_refuses_to_mix_runs(
-    model_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    items = synthetic_pii(40, seed=999, locales=("en_NZ", "en_IN"))
-    data = tmp_path / "heldout.jsonl"
-    listed = [[v for values in t.values.values() for v in values] for t in items]
-    data.write_text("\n".join(json.dumps({"text": t.text, "pii": pii}) for t, pii in zip(items, listed, strict=True)))
-    out = tmp_path / "frontier"
-    args = ["frontier", "--data", str(data), "--cheap", "--profile", "small", "--attack-limit", "20"]
-    args += ["--transform", "redact:0.4+gaussian:0.05", "--out", str(out)]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    assert "lower bound" in result.output  # --cheap says what it is
-    stored = json.loads((out / "points.json").read_text())
-    rows = {row["transform"]: row for row in stored["points"]}
-    assert set(rows) == {"redact+gaussian"} and stored["config"]["attacks"] == ["bag-of-words"]
-    chain = rows["redact+gaussian"]
-    assert chain["pii_queries"] > 0 and chain["pii_worst_cut"] is not None and chain["adaptive_measured"]
-    assert (out / "frontier.png").stat().st_size > 0
-    assert "redact+gaussian: best cut" in (out / "table.md").read_text()
-
-    again = CliRunner().invoke(main, args)  # everything is in points.json: nothing is measured again
-    assert again.exit_code == 0, again.output
-    assert json.loads((out / "points.json").read_text()) == stored
-
-    mixed = CliRunner().invoke(main, [*args[:-2], "--attack-limit", "10", "--out", str(out)])
-    assert mixed.exit_code != 0 and "another attacked_records" in mixed.output
-
-
-def test_calibrate_never_recommends_a_setting_the_white_box_attacker_defeats(
-    embedder, model_cache: Path, named
-) -> None:
-    """LEACE blinds slot search's linear probe, so a calibration against it alone picked LEACE; gradient
-    inversion reads the names straight off the erased vectors, so now nothing is recommended."""
-    from vdbguard.transforms.leace import LeaceErasure
-
-    blinded = evaluate_defense(
-        LeaceErasure(1.0), embedder, named, attacks=("slot-search",), profile="small", adaptive=False, attack_limit=12
-    )
-    assert blinded.leakage_clean > 0.2 and blinded.leakage_cut >= 0.5, blinded
-
-    bench = DefenseBench(embedder, named, attacks=("slot-search", "gradient"), profile="small", attack_limit=12)
-    result = calibrate(bench, max_recall_loss=0.05, target_leakage_cut=0.5, transform_names=("leace:1",))
-    (point,) = result.points
-    gradient = point.attacks["gradient"]
-    assert gradient.clean > 0.15 and gradient.protected is not None and gradient.protected > 0.5 * gradient.clean
-    assert point.adaptive_measured and point.worst_cut is not None and point.worst_cut < 0.5, point
-    assert result.chosen is None and point in result.closest()

@@ -344,9 +344,10 @@ def scan_outcome(
 def protect_outcome(
     work: Path, store: Path, ids: Sequence[str], kills: int, seed: int, *, by_progress: bool = False
 ) -> Outcome:
-    """`protect` (a keyed rotation, deterministic), killed and resumed, against a clean copy."""
+    """`protect` (a keyed rotation, deterministic), killed and resumed, against a clean copy. Without the scans
+    before and after: a killed scan resuming is tested on its own, and here every kill lands in the copy."""
     base = ["protect", "--connector", "chroma", "--collection", COLLECTION, "--path", str(store)]
-    base += ["--transform", "rotation", "--strength", "1", "--batch-size", "128"]
+    base += ["--transform", "rotation", "--strength", "1", "--batch-size", "32", "--no-scan"]
     log, outcome = work / "protect.log", Outcome("protect", len(ids))
     started = time.monotonic()
     _run(vdbguard_command(*base, "--to-collection", "reference"), log)
