@@ -126,13 +126,14 @@ def protected_embeddings(
     progress: ProgressSink | None = None,
     cache: Path | None = None,
 ) -> np.ndarray:
-    """The corpus as an attacker who knows the pipeline would see it after ``defense``: redacted text
-    embedded (text-side transforms) or embedded vectors transformed."""
-    if defense.text_side:
-        texts = defense.transform_texts([item.text for item in corpus])
-        redacted = [replace(item, text=text) for item, text in zip(corpus, texts, strict=True)]
-        return embed_corpus(embedder, redacted, progress, cache)
-    return defense.apply(embed_corpus(embedder, corpus, progress, cache))
+    """The corpus as an attacker who knows the pipeline would see it after ``defense``: its whole write path, the text
+    stage (redaction), the embedder, then the vector stage (a chain's noise, say)."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        items = [replace(item, text=text) for item, text in zip(corpus, texts, strict=True)]
+        return embed_corpus(embedder, items, progress, cache)
+
+    return defense.write_path([item.text for item in corpus], embed)
 
 
 @contextmanager
