@@ -449,6 +449,22 @@ def test_redact_transform_sweeps_weakest_first_and_refuses_vectors() -> None:
         TextRedaction(1.5)
 
 
+def test_the_same_texts_redacted_again_are_not_read_again() -> None:
+    """Measuring a defense redacts its training corpus twice (alignment map, adaptive attacker): once is enough."""
+    from vdbguard.transforms.redaction import TextRedaction
+
+    transform = TextRedaction()
+    detector = transform.redactor.detector
+    calls: list[int] = []
+    read = detector.detect_whole_many
+    detector.detect_whole_many = lambda texts: calls.append(len(texts)) or read(texts)  # type: ignore[method-assign]
+    first = transform.transform_texts([NOTE, "nothing here"])
+    first[0] = "changed by the caller"
+    assert transform.transform_texts([NOTE, "nothing here"])[0] != "changed by the caller" and calls == [2]
+    transform.transform_texts([NOTE])
+    assert calls == [2, 1]
+
+
 def test_redact_policy_keeps_what_it_is_told() -> None:
     from vdbguard.transforms.redaction import TextRedaction
 
