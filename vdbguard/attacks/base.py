@@ -51,6 +51,12 @@ def learned(default: Any = None, *, factory: Callable[[], Any] | None = None) ->
     return field(default=default, init=False, repr=False)
 
 
+def _default(setting: dataclasses.Field[Any]) -> Any:
+    if setting.default_factory is not dataclasses.MISSING:
+        return setting.default_factory()
+    return setting.default
+
+
 class Attack(ABC):
     """An attack plugin. Subclasses are registered under the ``vdbguard.attacks`` entry point group.
 
@@ -120,14 +126,14 @@ class Attack(ABC):
         """What a scan's verdict key holds of this attack beside its threshold: its metrics, and each setting changed
         from its default that they do not already say. An attack at its defaults keys as it did before its settings
         were declared, so existing states are not re-attacked for nothing."""
-        said = {**self.metrics(), "threshold": self.threshold}
-        defaults = {f.name: f.default for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
+        metrics = self.metrics()
+        fields = {f.name: f for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
         changed = {
             name: value
             for name in self.settings()
-            if name not in said and (value := getattr(self, name)) != defaults.get(name, dataclasses.MISSING)
+            if name not in metrics and name != "threshold" and (value := getattr(self, name)) != _default(fields[name])
         }
-        return {**self.metrics(), **changed}
+        return {**metrics, **changed}
 
     def write_config(self, directory: Path, state: Mapping[str, Any] | None = None) -> None:
         """Write config.json beside the saved weights: the ``settings``, what fit learned, and the metrics."""
