@@ -21,6 +21,17 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[variable] = "1"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules marked ``slow(minutes=N)`` first, longest first: pytest-xdist hands modules out in this order, and a
+    nine-minute module met last kept one worker busy for minutes after the other had finished."""
+
+    def minutes(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("slow")
+        return float(marker.kwargs.get("minutes", 1)) if marker else 0.0
+
+    items.sort(key=minutes, reverse=True)  # stable: a module's tests stay together and in order
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``chroma run`` server on a free local port; yields its base URL ``http://127.0.0.1:PORT``."""

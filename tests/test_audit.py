@@ -7,11 +7,14 @@ from pathlib import Path
 
 import chromadb
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from tests.faults.kill_resume import tree_digest
 from vdbguard.audit import has_placeholder, transport_findings
 from vdbguard.cli import main
+
+pytestmark = pytest.mark.slow(minutes=2)
 
 CLEAN = [
     "The printer on the third floor jams every morning.",

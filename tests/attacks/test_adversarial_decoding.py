@@ -12,6 +12,8 @@ from vdbguard.attacks.adversarial_decoding import AdversarialDecoding, _Search, 
 from vdbguard.attacks.decoder import decoder_available
 from vdbguard.attacks.quality import record_quality
 
+pytestmark = pytest.mark.slow(minutes=3)
+
 TARGETS = ("The patient takes insulin for diabetes every morning.", "Snow closed the mountain road last winter.")
 
 needs_decoder = pytest.mark.skipif(

@@ -18,6 +18,8 @@ from vdbguard.attacks import attack_classes
 from vdbguard.corpus import build_corpus
 from vdbguard.embedders import Embedder
 
+pytestmark = pytest.mark.slow(minutes=2)
+
 SMALL: dict[str, dict[str, Any]] = {
     "bag-of-words": {"max_vocabulary": 400, "hidden": 64, "epochs": 2, "min_steps": 20},
     "slot-search": {"epochs": 2, "negatives": 128, "max_calibration": 40, "top_k": 2, "locales": ("en_NZ",)},

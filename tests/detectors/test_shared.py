@@ -18,6 +18,8 @@ from vdbguard.detectors.shared import (
     worth_a_detector_worker,
 )
 
+pytestmark = pytest.mark.slow(minutes=4)
+
 
 @pytest.fixture(autouse=True)
 def no_memo() -> None:

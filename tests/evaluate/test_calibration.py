@@ -14,6 +14,8 @@ from vdbguard.evaluate.calibration import calibrate
 from vdbguard.evaluate.defense import DefenseBench, evaluate_defense
 from vdbguard.transforms.keyed import KEY_ENV
 
+pytestmark = pytest.mark.slow(minutes=12)
+
 
 def test_calibrate_skips_a_keyed_transform_without_a_key_and_tries_the_rest(
     model_cache: Path, sentences, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

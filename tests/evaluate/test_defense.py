@@ -28,6 +28,8 @@ from vdbguard.pii import PiiType
 from vdbguard.transforms.keyed import KEY_ENV
 from vdbguard.transforms.rotation import SecretRotation
 
+pytestmark = pytest.mark.slow(minutes=2)
+
 KEY = "vdbguard-test-key-not-secret-0123456789"  # public: the tests only need a fixed key
 
 

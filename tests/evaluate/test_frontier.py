@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from vdbguard.cli import main
 from vdbguard.corpus import synthetic_pii
+
+pytestmark = pytest.mark.slow(minutes=7)
 
 
 def test_frontier_measures_a_chain_resumes_and_refuses_to_mix_runs(model_cache: Path, tmp_path: Path) -> None:

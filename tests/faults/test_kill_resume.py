@@ -29,6 +29,8 @@ from tests.faults.kill_resume import (
     state_ids,
 )
 
+pytestmark = pytest.mark.slow(minutes=8)
+
 RECORDS = 400
 KILLS = 2
 IN_PLACE_RECORDS = 160  # 8 batches of 20

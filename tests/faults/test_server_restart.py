@@ -14,6 +14,8 @@ import pytest
 from tests.faults.kill_resume import build_store, cli_env, scan_command, state_ids, store_records
 from tests.helpers import ChromaServer
 
+pytestmark = pytest.mark.slow(minutes=5)
+
 RECORDS = 400
 BATCH = 16  # the scan reads a few pages ahead of the one it attacks: enough are left to meet the stopped server
 PROGRESS = BATCH  # its first batch committed: the scan is under way, with most pages still to read (a scan that

@@ -14,6 +14,8 @@ from vdbguard.cli import main
 from vdbguard.records import Batch, VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 
+pytestmark = pytest.mark.slow(minutes=3)
+
 
 class CrashingLanceDB(LanceDBConnector):
     """A real LanceDB connector whose process 'dies' after two pages."""

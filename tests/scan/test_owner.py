@@ -25,6 +25,8 @@ from vdbguard.scan.engine import FUSED
 from vdbguard.scan.owner import CalibrationOptions, fitted_for
 from vdbguard.scan.verdict import StackedVerdict
 
+pytestmark = pytest.mark.slow(minutes=3)
+
 WITH_TEXT, WITHOUT_TEXT = 420, 80
 # 420 labelled records leave ~200 clean ones to set cutoffs on: a 2% record-level budget would be four
 # records across nine types. A store this small gets a looser target; the default sample is 3,000.

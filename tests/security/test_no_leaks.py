@@ -13,6 +13,8 @@ import pytest
 from tests.evaluate.test_defense import KEY
 from tests.faults.kill_resume import cli_env, store_records, vdbguard_command
 
+pytestmark = pytest.mark.slow(minutes=9)
+
 PLANTED = {
     "name": "Bjarni Gislason",
     "email": "bjarni.gislason@example.org",
