@@ -7,7 +7,7 @@ little noise, no text), then runs three first scans of it, each with its own sta
 in-process, ``--executor ray --workers 1`` and ``--executor ray --workers 2`` (a local cluster of that many
 CPUs, started by the scan). Prints one Markdown table and checks that the three reports agree. Besides the whole
 command's time, the table gives the Ray scan's own account: how long until the first outcomes reached the
-state (cluster, actors loading the attacks, the first share) and the rate from then on.
+state (cluster, actors loading the attacks, the first pages) and the rate from then on.
 """
 
 from __future__ import annotations

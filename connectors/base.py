@@ -3,9 +3,8 @@ resumably, upsert."""
 
 from __future__ import annotations
 
-import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -15,18 +14,6 @@ from vdbguard.records import Batch, VectorRecord
 STORE_WIDE = "*"
 """The ``collection`` a connector is built with to list its store (:meth:`Connector.list_collections`): a name no
 store's collection has, so that a message from the store names the store, not a collection."""
-
-
-@dataclass(frozen=True)
-class Partition:
-    """A share of a collection that one worker of a distributed scan reads on its own: ``rows`` records
-    (None: to the end) from ``resume_from`` (a cursor of the connector's own; None: the start). A connector
-    that pages by key bounds its shares by key instead: ``until`` is the cursor the next share starts from,
-    which its own ``iter_partition`` reads up to (so records written meanwhile are neither missed nor read twice)."""
-
-    resume_from: str | None = None
-    rows: int | None = None
-    until: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,23 +66,6 @@ class Connector(ABC):
         verdict over without reading a page. None (the default) where the store promises nothing of the kind."""
         return None
 
-    def partitions(self, count: int) -> list[Partition]:
-        """The collection split into at most ``count`` shares along the store's own layout, for
-        ``scan --executor ray``. A store that cannot be split is one share, read by one worker."""
-        return [Partition()]
-
-    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
-        """The pages of one share, the last one cut at the share's end."""
-        left = partition.rows
-        for batch in self.iter_batches(batch_size, partition.resume_from):
-            if left is not None and len(batch) >= left:
-                if left:
-                    yield batch.head(left)
-                return
-            if left is not None:
-                left -= len(batch)
-            yield batch
-
     @abstractmethod
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         """Insert or fully replace records (payload keys absent from the new record are removed)."""
@@ -123,30 +93,6 @@ class Connector(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def run_starts(names: Sequence[str], count: int) -> list[int]:
-    """Where each of at most ``count`` near-equal runs of ``names`` begins: a store's namespaces (tenants,
-    partitions) in the order a scan reads them, one share per run."""
-    shares = max(1, min(count, len(names)))
-    return [len(names) * i // shares for i in range(shares)]
-
-
-def key_partitions(starts: Sequence[str | None]) -> list[Partition]:
-    """One share per start key, each read up to the next share's start (the last to the end), so a record
-    written while the scan runs is read by exactly one share."""
-    return [Partition(start, None, until) for start, until in itertools.pairwise([*starts, None])]
-
-
-def offset_partitions(total: int, count: int, cursor_at: Callable[[int], str]) -> list[Partition]:
-    """``total`` records in ``count`` near-equal runs of offsets, for a store whose cursor is an offset;
-    the last share reads to the end, so records added since ``total`` was counted are read too."""
-    shares = max(1, min(count, total))
-    bounds = [total * i // shares for i in range(shares + 1)]
-    return [
-        Partition(cursor_at(start), None if i == shares - 1 else stop - start)
-        for i, (start, stop) in enumerate(itertools.pairwise(bounds))
-    ]
 
 
 def _cannot_list(name: str) -> VdbguardError:

@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 from chromadb.errors import NotFoundError
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
+from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import (
     EmbeddedStore,
     ServerStore,
@@ -218,11 +218,6 @@ class ChromaConnector(StoreCalls, Connector):
         number it applied and skips any at or below it), so a write to this collection changes it, and a
         collection made again has another id. Read from the store's database read-only, before any copy."""
         return self._store.content_version() if isinstance(self._store, _Local) else None
-
-    def partitions(self, count: int) -> list[Partition]:
-        """Runs of offsets in Chroma's storage order."""
-        total = int(self._call("count", self._reader().count))
-        return offset_partitions(total, count, lambda offset: f"offset:{offset}")
 
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
         """Pages of ``batch_size`` records in Chroma's storage order.

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, offset_partitions
+from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import is_integer, metric_name
 
 from vdbguard.errors import CollectionNotFoundError, ConnectorError, RecordError, VdbguardError
@@ -302,12 +302,6 @@ class LanceDBConnector(Connector):
                     yield self._batch(page, layout, _cursor(version, offset))
                 if chunk.num_rows < rows:
                     return
-
-    def partitions(self, count: int) -> list[Partition]:
-        """Runs of offsets in one pinned table version: every share reads the same snapshot."""
-        table = self._open()
-        version = int(table.version)
-        return offset_partitions(int(table.count_rows()), count, lambda offset: _cursor(version, offset))
 
     def _batch(self, page: pa.Table, layout: _Layout, cursor: str) -> Batch:
         """One vector column: the page as columns, records built only for the rows a scan attacks. Several: as

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import grpc
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions, run_starts
+from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import (
     EmbeddedStore,
     ServerStore,
@@ -280,19 +280,6 @@ class MilvusConnector(StoreCalls, Connector):
                 last = rows[-1][schema.pk]
                 records = [schema.record(row, partition) for row in rows]
                 yield Batch(records, json.dumps({"partition": partition, "last": last}))
-
-    def partitions(self, count: int) -> list[Partition]:
-        """Runs of Milvus partitions in name order; each share reads up to the next one's first partition."""
-        names = self._partitions(self._store.reader())
-        firsts = run_starts(names, count)
-        return key_partitions([None, *(json.dumps({"partition": names[k], "last": None}) for k in firsts[1:])])
-
-    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
-        stop, _ = _parse_cursor(partition.until)
-        for batch in self.iter_batches(batch_size, partition.resume_from):
-            if stop is not None and json.loads(batch.cursor or "{}")["partition"] >= stop:
-                return
-            yield batch
 
     def query_vector(self, vector: Sequence[float]) -> list[float] | None:
         client = self._store.reader()
@@ -612,6 +599,6 @@ def _parse_cursor(cursor: str | None) -> tuple[str | None, Any]:
         partition, last = data["partition"], data["last"]
     except (ValueError, TypeError, KeyError) as exc:
         raise VdbguardError(f"bad Milvus resume cursor {cursor!r}", _CURSOR_HINT) from exc
-    if not isinstance(partition, str) or not isinstance(last, (str, int, type(None))):  # None: from its start
+    if not isinstance(partition, str) or not isinstance(last, (str, int)):
         raise VdbguardError(f"bad Milvus resume cursor {cursor!r}", _CURSOR_HINT)
     return partition, last

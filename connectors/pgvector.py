@@ -21,7 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
+from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import StoreCalls, Tls, log, metric_name, tls_hint
 
 from vdbguard.credentials import remember_secret, scrub, split_userinfo
@@ -455,38 +455,11 @@ class PgvectorConnector(StoreCalls, Connector):
             },
         )
 
-    def partitions(self, count: int) -> list[Partition]:
-        """Keyset ranges of the id: each share reads the ids after one boundary up to the next one."""
-        table = self._layout()
-        total = self.describe().count
-        shares = max(1, min(count, total))
-        query = sql.SQL("SELECT {id} FROM {t} ORDER BY {id} OFFSET %s LIMIT 1").format(
-            id=sql.Identifier(table.id.name), t=table.ident
-        )
-
-        def id_at(offset: int) -> str | None:
-            def read(conn: psycopg.Connection) -> Any:
-                with conn.cursor(binary=True) as cur:
-                    return cur.execute(query, (offset,)).fetchone()
-
-            row = self._run("read", read)
-            return None if row is None else _cursor(row[0])
-
-        starts = [None, *(id_at(total * i // shares - 1) for i in range(1, shares))]
-        return key_partitions(starts)
-
-    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
-        return self._pages(batch_size, partition.resume_from, partition.until)
-
     def iter_batches(self, batch_size: int = 256, resume_from: str | None = None) -> Iterator[Batch]:
         """Pages of at most ``batch_size`` rows in id order; every batch's cursor resumes after it."""
-        return self._pages(batch_size, resume_from, None)
-
-    def _pages(self, batch_size: int, resume_from: str | None, until: str | None) -> Iterator[Batch]:
-        """Ids after ``resume_from``'s, up to and including ``until``'s (a cursor too; None: to the end)."""
         if batch_size < 1:
             raise VdbguardError(f"batch_size must be at least 1, got {batch_size}")
-        after, last_id = _parse_cursor(resume_from), _parse_cursor(until)
+        after = _parse_cursor(resume_from)
         table = self._layout()
         selected = [table.id, *table.vectors]
         if table.text is not None:
@@ -502,18 +475,9 @@ class PgvectorConnector(StoreCalls, Connector):
         after_clause = sql.SQL("{id} > CAST(%(after)s::text AS {type})").format(
             id=sql.Identifier(table.id.name), type=sql.SQL(table.id.type)
         )
-        until_clause = sql.SQL("{id} <= CAST(%(until)s::text AS {type})").format(
-            id=sql.Identifier(table.id.name), type=sql.SQL(table.id.type)
-        )
         while True:
-            clauses = [c for c, v in ((after_clause, after), (until_clause, last_id)) if v is not None]
-            where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses) if clauses else sql.SQL("")
-            query = base + where + order
-            params = {
-                "n": batch_size,
-                "after": None if after is None else str(after),
-                "until": None if last_id is None else str(last_id),
-            }
+            query = base + (sql.SQL(" WHERE ") + after_clause if after is not None else sql.SQL("")) + order
+            params = {"n": batch_size, "after": None if after is None else str(after)}
 
             def page(conn: psycopg.Connection, query: sql.Composable = query, params: dict = params) -> list:
                 with conn.cursor(binary=True) as cur:

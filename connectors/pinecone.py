@@ -13,14 +13,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from pinecone import Pinecone, ServerlessSpec
-from vdbguard.connectors.base import (
-    STORE_WIDE,
-    CollectionInfo,
-    Connector,
-    Partition,
-    key_partitions,
-    run_starts,
-)
+from vdbguard.connectors.base import STORE_WIDE, CollectionInfo, Connector
 from vdbguard.connectors.support import (
     StoreCalls,
     Tls,
@@ -313,20 +306,6 @@ class PineconeConnector(StoreCalls, Connector):
                     yield Batch(self._fetch(index, namespace, ids), cursor)
                 if token is None:
                     break
-
-    def partitions(self, count: int) -> list[Partition]:
-        """Runs of namespaces in name order. A share starts where the namespace before its first one is
-        finished (the cursor a scan leaves there) and reads up to the next share's."""
-        names = sorted(self._namespace_counts(self._stats()))
-        firsts = run_starts(names, count)
-        return key_partitions([None, *(json.dumps({"namespace": names[k - 1], "token": None}) for k in firsts[1:])])
-
-    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
-        finished = None if partition.until is None else _parse_cursor(partition.until)[0]
-        for batch in self.iter_batches(batch_size, partition.resume_from):
-            if finished is not None and _parse_cursor(batch.cursor or "")[0] > finished:
-                return
-            yield batch
 
     def _fetch(self, index: Any, namespace: str, ids: list[str]) -> list[VectorRecord]:
         fetched = self._call("fetch", lambda: index.fetch(ids=ids, namespace=namespace))

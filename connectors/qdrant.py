@@ -158,12 +158,10 @@ class QdrantConnector(PointsConnector):
         client, name = handle
         return int(self._call("count", client.count, name, exact=True).count)
 
-    def _scroll(
-        self, handle: tuple[QdrantClient, str], offset: int | str | None, limit: int, content: bool = True
-    ) -> Any:
+    def _scroll(self, handle: tuple[QdrantClient, str], offset: int | str | None, limit: int) -> Any:
         client, name = handle
         return self._call(
-            "scroll", client.scroll, name, limit=limit, offset=offset, with_payload=content, with_vectors=content
+            "scroll", client.scroll, name, limit=limit, offset=offset, with_payload=True, with_vectors=True
         )
 
     def _point(self, point_id: int | str, vector: Any, payload: dict[str, Any]) -> models.PointStruct:

@@ -174,8 +174,8 @@ class QdrantEdgeConnector(PointsConnector):
     def _count(self, shard: Any) -> int:
         return int(self._call("count", shard.count, qdrant_edge.CountRequest(exact=True)))
 
-    def _scroll(self, shard: Any, offset: int | str | None, limit: int, content: bool = True) -> Any:
-        request = qdrant_edge.ScrollRequest(offset=offset, limit=limit, with_payload=content, with_vector=content)
+    def _scroll(self, shard: Any, offset: int | str | None, limit: int) -> Any:
+        request = qdrant_edge.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
         return self._call("scroll", shard.scroll, request)
 
     def _nearest(self, shard: Any, vector: list[float], using: str | None) -> Any:

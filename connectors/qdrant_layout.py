@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from vdbguard.connectors.base import CollectionInfo, Connector, Partition, key_partitions
+from vdbguard.connectors.base import CollectionInfo, Connector
 from vdbguard.connectors.support import StoreCalls, metric_name, store_metric
 
 from vdbguard.errors import ConnectorError, PartialWriteError, RecordError, VdbguardError
@@ -154,12 +154,6 @@ def point_id_of(record_id: str) -> int | str:
         raise RecordError(text, "id", problem) from None
 
 
-def id_order(point_id: int | str) -> tuple[int, int]:
-    """Where a point id sorts in a scroll: unsigned integers first, then UUIDs by their 128-bit value (Qdrant's
-    ``ExtendedPointId`` order, which local mode keeps too)."""
-    return (0, point_id) if isinstance(point_id, int) else (1, uuid.UUID(str(point_id)).int)
-
-
 def encode_cursor(next_id: Any) -> str:
     """``{"next": ID}``: the id the next page starts at (scroll offsets are inclusive); null when done."""
     if next_id is not None and not isinstance(next_id, int):
@@ -206,10 +200,7 @@ class PointsConnector(StoreCalls, Connector):
     def _count(self, handle: Any) -> int: ...
 
     @abstractmethod
-    def _scroll(
-        self, handle: Any, offset: int | str | None, limit: int, content: bool = True
-    ) -> tuple[Sequence[Any], Any]:
-        """A page of points from ``offset``: with vectors and payloads, or (``content=False``) ids alone."""
+    def _scroll(self, handle: Any, offset: int | str | None, limit: int) -> tuple[Sequence[Any], Any]: ...
 
     @abstractmethod
     def _point(self, point_id: int | str, vector: Any, payload: dict[str, Any]) -> Any: ...
@@ -269,39 +260,6 @@ class PointsConnector(StoreCalls, Connector):
             if next_id is None:
                 return
             offset = next_id if isinstance(next_id, int) else str(next_id)
-
-    def partitions(self, count: int) -> list[Partition]:
-        """Runs of point ids in Qdrant's id order, planned from one pass over the ids alone; each share reads
-        up to the next share's first id, so a point written meanwhile is read by exactly one share."""
-        handle, _ = self._reading()
-        total = self._count(handle)
-        shares = max(1, min(count, total))
-        firsts = {total * i // shares for i in range(1, shares)}  # positions in id order; only those are kept
-        starts: list[str | None] = [None]
-        position, offset = 0, None
-        while len(starts) < shares:
-            points, offset = self._scroll(handle, offset, 10_000, content=False)
-            for point in points:
-                if position in firsts:
-                    starts.append(encode_cursor(point.id))
-                position += 1
-            if offset is None:
-                break  # points deleted since the count: fewer shares
-        return key_partitions(starts)
-
-    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
-        done, stop = decode_cursor(partition.until)
-        if partition.until is None or done:
-            yield from self.iter_batches(batch_size, partition.resume_from)
-            return
-        end = id_order(stop)
-        for batch in self.iter_batches(batch_size, partition.resume_from):
-            inside = sum(id_order(point_id_of(i)) < end for i in batch.ids)  # a page is in id order
-            if inside < len(batch):
-                if inside:
-                    yield batch.head(inside)
-                return
-            yield batch
 
     def query_vector(self, vector: Sequence[float]) -> list[float] | None:
         handle, layout = self._reading()

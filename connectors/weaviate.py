@@ -19,14 +19,7 @@ import grpc
 import httpx
 import numpy as np
 import weaviate
-from vdbguard.connectors.base import (
-    STORE_WIDE,
-    CollectionInfo,
-    Connector,
-    Partition,
-    key_partitions,
-    run_starts,
-)
+from vdbguard.connectors.base import STORE_WIDE, CollectionInfo, Connector
 from vdbguard.connectors.support import (
     StoreCalls,
     Tls,
@@ -436,21 +429,6 @@ class WeaviateConnector(StoreCalls, Connector):
                 if len(objects) < batch_size:
                     break
             after = None
-
-    def partitions(self, count: int) -> list[Partition]:
-        """Runs of tenants (one shard each), in the order a scan reads them; a collection without tenants is
-        one share."""
-        tenants = [t for t in self._active_shards(self._config(), "reading") if t is not None]
-        firsts = run_starts(tenants, count)
-        return key_partitions([None, *(json.dumps({"tenant": tenants[k], "after": None}) for k in firsts[1:])])
-
-    def iter_partition(self, partition: Partition, batch_size: int = 256) -> Iterator[Batch]:
-        """The share's tenants: from its first up to the next share's first (a batch never spans two)."""
-        stop, _ = _parse_cursor(partition.until)
-        for batch in self.iter_batches(batch_size, partition.resume_from):
-            if stop is not None and batch.records and (batch.records[0].namespace or "") >= stop:
-                return
-            yield batch
 
     def _record(self, obj: Any, tenant: str | None, named: tuple[str, ...], primary: str | None) -> VectorRecord:
         vectors = _vectors(obj)

@@ -106,8 +106,8 @@ class JobSettings(_Strict):
     batch_size: int = Field(default=256, ge=1, le=10_000)
     executor: Literal["in-process", "ray"] = Field(
         default="in-process",
-        description="'ray': read and attack on a Ray cluster, with the same report and state "
-        "(pip install 'vdbguard[ray]'; the deep tier stays in-process only).",
+        description="'ray': the fast tier's attacks on a Ray cluster, with the same report and state "
+        "(pip install 'vdbguard[ray]'; this process reads, keeps the state and runs the deep tier).",
     )
     ray_address: str | None = Field(
         default=None, description="A running Ray cluster's address; default a local cluster of `workers` CPUs."

@@ -190,12 +190,3 @@ class Batch:
         if self.columns is not None and self._records is None:
             return [self.columns.record(i) for i in rows]
         return [self.records[i] for i in rows]
-
-    def head(self, count: int) -> Batch:
-        """The first ``count`` rows, with no cursor (the end of a share)."""
-        if self.columns is None:
-            return Batch(self.records[:count], None)
-        c = self.columns
-        cut = Columns(c.ids[:count], c.vectors[:count], c.has_vector[:count], c.stored_payloads[:count],
-                      c.texts[:count], c.record)  # fmt: skip
-        return Batch(None, None, cut)

@@ -36,22 +36,30 @@ def scan(path: Path, out: Path, state: Path, *extra: str) -> dict:
     return {key: report[key] for key in ("summary", "findings", "record_problems", "coverage")}
 
 
+DEEP = ["--deep-attack", "bag-of-words", "--deep-sample", "0.3", "--deep-max-records", "40"]
+
+
 def test_ray_reports_what_the_in_process_scan_reports_first_scan_resume_and_rescan(
     lance_store: Path, embedder, small_attacks, tmp_path: Path
 ) -> None:
+    """With the deep tier on, within a budget that runs out: the records a run leaves waiting for it are taken up by
+    the next run in the same order by both executors."""
     ray = ["--executor", "ray", "--workers", "2"]
-    alone = scan(lance_store, tmp_path / "a1", tmp_path / "a.sqlite")
+    alone = scan(lance_store, tmp_path / "a1", tmp_path / "a.sqlite", *DEEP, "--batch-size", "16")
     assert alone["findings"] and {p["record_id"] for p in alone["record_problems"]} == {"bad-nan", "bad-zero"}
+    assert alone["coverage"]["deep_records"] == 40 and alone["coverage"]["deep_budget_exhausted"]
 
     # A run killed in-process after two pages is finished by Ray: nothing skipped, nothing counted twice.
     with pytest.raises(KeyboardInterrupt), CrashingLanceDB(collection="notes", path=lance_store) as crashing:
-        scan_collection(
-            crashing,
-            ScanTarget("lancedb", str(lance_store)),
-            ScanSettings(profile="small", batch_size=32, state_path=tmp_path / "b.sqlite"),
-            embedder=embedder,
+        settings = ScanSettings(
+            profile="small",
+            batch_size=16,
+            state_path=tmp_path / "b.sqlite",
+            deep_attack_names=("bag-of-words",),
+            deep_budget=(0.3, 40, None),
         )
-    distributed = scan(lance_store, tmp_path / "b1", tmp_path / "b.sqlite", *ray, "--batch-size", "32")
+        scan_collection(crashing, ScanTarget("lancedb", str(lance_store)), settings, embedder=embedder)
+    distributed = scan(lance_store, tmp_path / "b1", tmp_path / "b.sqlite", *ray, *DEEP, "--batch-size", "16")
     assert distributed == alone
 
     # The store changes: three records get another vector, two are deleted, one is new.
@@ -60,21 +68,18 @@ def test_ray_reports_what_the_in_process_scan_reports_first_scan_resume_and_resc
         changed = [VectorRecord(id=r.id, vector=-r.vector, text=r.text, payload=r.payload) for r in records[:3]]
         store.upsert([*changed, VectorRecord(id="new", vector=records[5].vector, text="a new note")])
         store.delete([r.id for r in records[3:5]])
-    alone = scan(lance_store, tmp_path / "a2", tmp_path / "a.sqlite")
-    distributed = scan(lance_store, tmp_path / "b2", tmp_path / "b.sqlite", *ray)
+    alone = scan(lance_store, tmp_path / "a2", tmp_path / "a.sqlite", *DEEP, "--batch-size", "16")
+    distributed = scan(lance_store, tmp_path / "b2", tmp_path / "b.sqlite", *ray, *DEEP, "--batch-size", "16")
     assert distributed == alone
     coverage = distributed["coverage"]
-    assert coverage["records_attacked"] == 4 and coverage["records_carried_over"] == 117
-    assert coverage["records_in_collection"] == 121
+    assert coverage["records_in_collection"] == 121 and coverage["deep_records"] > 0
+    assert coverage["records_attacked"] > 4, "the records the first run's deep budget left are attacked again"
 
 
-def test_options_for_ray_alone_or_the_deep_tier_with_ray_are_refused(lance_store: Path, tmp_path: Path) -> None:
+def test_options_for_ray_alone_are_refused(lance_store: Path, tmp_path: Path) -> None:
     base = ["scan", "--connector", "lancedb", "--path", str(lance_store), "--collection", "notes"]
-    base += ["--out", str(tmp_path)]
-    result = CliRunner().invoke(main, [*base, "--workers", "3"])
+    result = CliRunner().invoke(main, [*base, "--out", str(tmp_path), "--workers", "3"])
     assert result.exit_code == 2 and "--executor ray" in result.output
-    result = CliRunner().invoke(main, [*base, "--executor", "ray", "--deep-attack", "adversarial-decoding"])
-    assert result.exit_code != 0 and "deep tier runs in-process only" in result.output
 
 
 def test_two_records_under_one_id_are_each_attacked_and_named_by_both_executors(

@@ -218,8 +218,8 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     type=click.Choice(["in-process", "ray"]),
     default="in-process",
     show_default=True,
-    help="ray: read the collection share by share and run the attacks on a Ray cluster (pip install "
-    "'vdbguard[ray]'); same report and state. It loads the attacks before reading, even when nothing changed.",
+    help="ray: the fast tier's attacks on a Ray cluster (pip install 'vdbguard[ray]'); this process reads the "
+    "collection, keeps the state and runs the deep tier, so the report and state are the same.",
 )
 @advanced(
     "--address",

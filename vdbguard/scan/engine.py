@@ -7,6 +7,7 @@ re-scan attacks only records that are new or changed since the last run.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import gc
@@ -46,7 +47,7 @@ from vdbguard.reports.schema import (
 )
 from vdbguard.reports.spool import FindingSpool
 from vdbguard.scan.read_ahead import read_ahead
-from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, store_at, verdict_key
+from vdbguard.scan.state import DUPLICATE_ID, RecordRow, Run, ScanStore, Seen, store_at, verdict_key
 from vdbguard.scan.state_file import StateFileError
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
@@ -454,6 +455,10 @@ class DeepTier:
         if isinstance(self.scanner, Scanner):
             self.attack_names = [a.name for a in self.scanner.attacks]
 
+    @property
+    def budgeted(self) -> bool:
+        return self.max_records is not None or self.max_seconds is not None
+
     def deep_scanner(self) -> Scanner:
         if not isinstance(self.scanner, Scanner):
             self.scanner = self.scanner()
@@ -477,26 +482,109 @@ class ScanResult:
         return self.summary.records_scanned
 
 
-class _BatchRun:
-    """One run's per-batch work: carry over what is current, attack the rest, deep-attack within budget."""
+class Executor(Protocol):
+    """Where a scan's fast tier attacks each page's records; the loop (``scan_incrementally``) does the rest: reading,
+    the state, duplicate ids, the deep tier, commits. ``pages_ahead``: pages the loop hands over before it waits for
+    the first one's rows (0: attacked as handed over)."""
 
-    def __init__(self, build: Callable[[], Scanner], run: Run, sample: float, deep: DeepTier | None) -> None:
-        self.build, self.run, self.sample, self.deep = build, run, sample, deep
+    pages_ahead: int
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def submit(
+        self, scanner: Callable[[], Scanner], records: Sequence[VectorRecord], digests: Sequence[bytes]
+    ) -> Callable[[], list[RecordRow]]:
+        """Start attacking ``records`` with the scanner ``scanner()`` returns (built once, on first call); the
+        callable returned gives their rows, in order."""
+        ...
+
+
+class InProcess:
+    """The fast tier attacked in this process, page by page, as the loop reads them."""
+
+    pages_ahead = 0
+
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(
+        self, scanner: Callable[[], Scanner], records: Sequence[VectorRecord], digests: Sequence[bytes]
+    ) -> Callable[[], list[RecordRow]]:
+        rows = scanner().attack_records(records, digests)
+        return lambda: rows
+
+
+@dataclass
+class _Page:
+    """A page read and classified, its fresh records handed to the executor, waiting for their rows to commit."""
+
+    cursor: str | None
+    size: int
+    records: list[VectorRecord]
+    rows: Callable[[], list[RecordRow]]
+    unsampled: list[RecordRow]
+    carried: list[str]
+    originals: dict[str, str]  # a second record's key -> the id it shares
+    taken: dict[str, bytes | None]  # what committing it makes the run hold: key -> digest
+
+
+class _BatchRun:
+    """One run's per-page work: carry over what is current, hand the rest to the executor, deep-attack within
+    budget, commit in reading order."""
+
+    def __init__(
+        self, build: Callable[[], Scanner], run: Run, sample: float, deep: DeepTier | None, executor: Executor
+    ) -> None:
+        self.build, self.run, self.sample, self.deep, self.executor = build, run, sample, deep, executor
         self._scanner: Scanner | None = None
         self.started = time.monotonic()
         self.done_before = run.count()  # a resumed run's earlier batches are not this process's speed
         self.batches = 0
         self.attacked = 0
+        self.pending: collections.deque[_Page] = collections.deque()
+        self.in_flight: dict[str, bytes | None] = {}  # what the pending pages will make the run hold
 
-    def scan_batch(self, batch: Batch) -> None:
+    def scan_batch(self, batch: Batch) -> Iterator[int]:
+        """Hand ``batch`` over; yields the size of each page committed meanwhile (the executor's earlier ones)."""
         ids, digests = batch.ids, batch.digests()
-        seen = self.run.lookup(ids, digests)
+        seen = self._lookup(ids, digests)
         keys, duplicates = _keys_with_duplicates(ids, digests, seen.held)
         if duplicates:
-            more = self.run.lookup([keys[i] for i in duplicates], [digests[i] for i in duplicates])
+            more = self._lookup([keys[i] for i in duplicates], [digests[i] for i in duplicates])
             seen.held.update(more.held)
             seen.judged.update(more.judged)
             seen.deep_pending.update(more.deep_pending)
+        if seen.deep_pending and self.deep is not None and self.deep.budgeted:
+            # whether a record still waiting for the deep tier is attacked again depends on the budget the pages
+            # before it spent: commit them first, so every executor decides as the in-process one does
+            yield from self.drain()
+        self.pending.append(self._handed_over(batch, digests, keys, duplicates, seen))
+        while len(self.pending) > self.executor.pages_ahead:
+            yield self._commit(self.pending.popleft())
+
+    def drain(self) -> Iterator[int]:
+        while self.pending:
+            yield self._commit(self.pending.popleft())
+
+    def _lookup(self, ids: list[str], digests: list[bytes]) -> Seen:
+        """The state's answer, as it will be once the pages handed over before this one are committed."""
+        seen = self.run.lookup(ids, digests)
+        for record_id in ids:
+            if record_id in self.in_flight:
+                seen.held.setdefault(record_id, self.in_flight[record_id])
+        return seen
+
+    def _handed_over(
+        self, batch: Batch, digests: list[bytes], keys: list[str], duplicates: list[int], seen: Seen
+    ) -> _Page:
+        """The page classified by what the state holds (``keys``: the id each row is judged by); its fresh records
+        handed to the executor."""
+        ids = batch.ids
         fresh, carried, unsampled = [], [], []
         for row, (record_id, digest) in enumerate(zip(keys, digests, strict=True)):
             current = seen.judged.get(record_id) == digest and not (
@@ -515,13 +603,25 @@ class _BatchRun:
             record if record.id == keys[row] else dataclasses.replace(record, id=keys[row])
             for row, record in zip(fresh, records, strict=True)
         ]
-        rows = self.scanner.attack_records(records, [digests[i] for i in fresh]) if fresh else []
-        name_duplicates(rows, {keys[i]: ids[i] for i in duplicates})
+        fresh_digests = [digests[i] for i in fresh]
+        rows = self.executor.submit(lambda: self.scanner, records, fresh_digests) if fresh else lambda: []
         self.attacked += len(fresh)
+        taken: dict[str, bytes | None] = {keys[i]: digests[i] for i in fresh}
+        taken.update((row.record_id, None) for row in unsampled)
+        self.in_flight.update(taken)
+        originals = {keys[i]: ids[i] for i in duplicates}
+        return _Page(batch.cursor, len(batch), records, rows, unsampled, carried, originals, taken)
+
+    def _commit(self, page: _Page) -> int:
+        rows = page.rows()
+        name_duplicates(rows, page.originals)
         if self.deep is not None:
-            self._deep(records, rows)
-        self.run.commit_batch(batch.cursor, rows + unsampled, carried)
+            self._deep(page.records, rows)
+        self.run.commit_batch(page.cursor, rows + page.unsampled, page.carried)
+        for record_id in page.taken:
+            self.in_flight.pop(record_id, None)
         self.batches += 1
+        return page.size
 
     @property
     def scanner(self) -> Scanner:
@@ -646,22 +746,6 @@ def _keys_with_duplicates(
     return keys, duplicates
 
 
-def rekey_duplicates(run: Run, rows: Sequence[RecordRow]) -> None:
-    """For an executor that attacks before the state is asked: rows that turn out to be a second record under an
-    id this run already took are given their own id (``duplicate_id``) and named."""
-    attacked = [row for row in rows if row.digest is not None]
-    ids, digests = [row.record_id for row in attacked], [row.digest or b"" for row in attacked]
-    keys, duplicates = _keys_with_duplicates(ids, digests, run.lookup(ids, digests).held)
-    for i in duplicates:
-        row = attacked[i]
-        row.record_id = keys[i]
-        if row.finding is not None:
-            row.finding = row.finding.model_copy(update={"record_id": keys[i]})
-        if row.text_finding is not None:
-            row.text_finding = row.text_finding.model_copy(update={"record_id": keys[i]})
-    name_duplicates(attacked, {keys[i]: ids[i] for i in duplicates})
-
-
 def name_duplicates(rows: Sequence[RecordRow], originals: Mapping[str, str]) -> None:
     """Say of each attacked record held under another record's id (``originals``: its key -> that id) what it is."""
     for row in rows:
@@ -722,8 +806,10 @@ def scan_incrementally(
     progress: ProgressSink | None = None,
     sample: float = 1.0,
     deep: DeepTier | None = None,
+    executor: Executor | None = None,
 ) -> ScanResult:
-    """The scan loop. ``build`` makes the scanner (loading or training attacks, calibrating) and is called
+    """The scan loop, the same whoever attacks: ``executor`` (in this process by default) runs the fast tier on
+    what the loop hands it. ``build`` makes the scanner (loading or training attacks, calibrating) and is called
     only once a record needs attacking, so a re-scan of an unchanged collection loads no model at all.
     ``key`` must change whenever the scanner ``build`` makes would judge a record differently.
 
@@ -731,6 +817,7 @@ def scan_incrementally(
     when the caller holds it open. ``sample``: the share of new or changed records the fast tier attacks this run.
     """
     progress = progress or Silent()
+    executor = executor or InProcess()
     reading = threading.Lock()
     froze = False
 
@@ -745,15 +832,18 @@ def scan_incrementally(
         with store_at(state_path, store) as held, resumable_failures(held, target, key, connector) as run:
             if (carried := carried_unread(run, progress, total, sample, deep)) is not None:
                 return carried
-            batch_run = _BatchRun(build_between_pages, run, sample, deep)
+            batch_run = _BatchRun(build_between_pages, run, sample, deep, executor)
             batch_run.announce_plan(total)
-            with progress.task("Scanning records", total) as advance:
+            with executor, progress.task("Scanning records", total) as advance:
                 if run.resumed:
                     advance(run.count())
                 pages = connector.iter_batches(batch_size=batch_size, resume_from=run.cursor)
                 for batch in read_ahead(pages, lock=reading):
-                    batch_run.scan_batch(batch)
-                    advance(len(batch))
+                    for size in batch_run.scan_batch(batch):
+                        advance(size)
+                        batch_run.announce_estimate(total)
+                for size in batch_run.drain():
+                    advance(size)
                     batch_run.announce_estimate(total)
             return finish_run(run, sample, deep)
     finally:

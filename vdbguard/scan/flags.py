@@ -92,7 +92,7 @@ def run_one(
     on_identified: Callable[[str], None] | None = None,
 ) -> CollectionResult:
     """Scan the one collection ``factory`` opens and write its reports into ``--out`` itself, the baseline
-    applied. ``factory`` also opens it in a Ray worker; ``on_identified`` hears the model `--embedder auto` chose."""
+    applied. ``on_identified`` hears the model `--embedder auto` chose."""
     from vdbguard.scan.distributed import RayExecutor
     from vdbguard.scan.run import resolve_embedder, scan_collection
     from vdbguard.scan.settings import ScanSettings, ScanTarget
@@ -109,7 +109,7 @@ def run_one(
             ScanSettings.from_flags(flags, detector_settings),
             embedder=model,
             progress=progress,
-            executor=RayExecutor(factory, flags["workers"], flags["address"]) if flags["executor"] == "ray" else None,
+            executor=RayExecutor(flags["workers"], flags["address"]) if flags["executor"] == "ray" else None,
             suppressions=baseline,
         )
     duration = time.monotonic() - started

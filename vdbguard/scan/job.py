@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import functools
 import logging
 import os
 import time
@@ -174,10 +173,7 @@ def _scan_one(
         connector = connector_cls(**settings)
     with connector:
         model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
-        executor = None
-        if job.executor == "ray":
-            opener = functools.partial(connector_cls, **settings)
-            executor = RayExecutor(opener, job.workers, job.ray_address)
+        executor = RayExecutor(job.workers, job.ray_address) if job.executor == "ray" else None
         report = scan_collection(
             connector,
             ScanTarget.of_store(config, store),

@@ -26,8 +26,7 @@ from vdbguard.embedders import Embedder
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports.schema import AttackInfo, EmbedderInfo, OwnerCalibration, Report, Target, VerdictInfo
-from vdbguard.scan.distributed import RayExecutor, scan_on_ray
-from vdbguard.scan.engine import DeepTier, Scanner, scan_incrementally
+from vdbguard.scan.engine import DeepTier, Executor, Scanner, scan_incrementally
 from vdbguard.scan.fused import packaged_verdict
 from vdbguard.scan.owner import (
     DEFAULT_TARGET_FPR,
@@ -82,7 +81,7 @@ def scan_collection(
     *,
     embedder: Embedder | None,
     progress: ProgressSink | None = None,
-    executor: RayExecutor | None = None,
+    executor: Executor | None = None,
     detector_workers: WorkerSlot | None = None,
     suppressions: Sequence[Suppression] = (),
 ) -> Report:
@@ -94,7 +93,8 @@ def scan_collection(
     store made by a model that cannot run here: calibration is then required, and the packaged attacks run on the
     store's vectors mapped into the default model's space.
 
-    ``executor``: attack on a Ray cluster instead of in this process. A scan that reads pages loads its PII
+    ``executor``: where the fast tier attacks (``scan.distributed.RayExecutor``: a Ray cluster); in this process
+    by default. A scan that reads pages loads its PII
     detector in a worker process meanwhile, on another core: the one in ``detector_workers`` (a job's, kept for
     its next scan; the caller stops it), or one it starts and stops. ``suppressions``: accepted findings, hidden
     from the report (and from the one the state keeps).
@@ -137,7 +137,7 @@ def _scan(
     state: _StateOnce,
     embedder: Embedder | None,
     progress: ProgressSink | None,
-    executor: RayExecutor | None,
+    executor: Executor | None,
     detector_workers: WorkerSlot | None,
 ) -> Report:
     connector_name, safe_location = target.connector_name, redact_location(target.location)
@@ -229,15 +229,7 @@ def _scan(
         "progress": progress,
         "sample": settings.sample,
     }
-    if executor is None:
-        result = scan_incrementally(connector, build, key, deep=deep, **common)
-    elif deep is not None:
-        raise VdbguardError(
-            "the deep tier runs in-process only: its per-run budget is one clock",
-            "drop --deep-attack, or drop --executor ray",
-        )
-    else:
-        result = scan_on_ray(connector, build, key, executor, **common)
+    result = scan_incrementally(connector, build, key, deep=deep, executor=executor, **common)
     if detector_workers is None:
         slot.close()  # the scan is done detecting; a scanner built from here on detects in this process
     previous = state().latest_report(state_target) if built is None and settings.state_path is not None else None

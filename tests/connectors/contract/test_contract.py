@@ -134,40 +134,6 @@ def test_resume_from_any_cursor(backend: Backend, standard) -> None:
         assert not set(all_ids[:seen]) & set(rest), "resuming must not repeat records"
 
 
-@pytest.mark.parametrize("shares", [1, 3, 500])
-def test_partitions_together_read_every_record_once(backend: Backend, standard, shares: int) -> None:
-    """What ``scan --executor ray`` relies on: shares read in separate connectors cover the collection."""
-    name, records = standard
-    with backend.connector(name) as connector:
-        partitions = connector.partitions(shares)
-    assert 1 <= len(partitions) <= shares
-    if backend.namespaces and shares > 1:
-        assert len(partitions) > 1, "a store with namespaces splits along them"
-    read = []
-    for partition in partitions:
-        with backend.connector(name) as connector:
-            read += [r.id for batch in connector.iter_partition(partition, batch_size=20) for r in batch.records]
-    assert sorted(read) == sorted(r.id for r in records)
-
-
-def test_key_bounded_shares_read_a_record_written_after_planning_exactly_once(backend: Backend) -> None:
-    """A store that pages by key (pgvector, Qdrant) bounds each share by the next one's first key, not by a count."""
-    name, records = fresh_name("keys"), make_records(60, seed=11)
-    fill(backend, name, records)
-    with backend.connector(name) as connector:
-        shares = connector.partitions(3)
-        if shares[0].until is None:
-            pytest.skip(f"{backend.connector_name} does not bound its shares by key")
-        first = VectorRecord(str(uuid.UUID(int=1)), records[0].vector, {"i": -1})  # sorts into the first share
-        connector.upsert([first])
-    assert len(shares) == 3 and all(share.until for share in shares[:2])
-    read = []
-    for share in shares:
-        with backend.connector(name) as connector:
-            read += [r.id for batch in connector.iter_partition(share, batch_size=7) for r in batch.records]
-    assert sorted(read) == sorted([first.id, *(r.id for r in records)])
-
-
 def test_cursor_survives_a_process_restart(backend: Backend, standard) -> None:
     name, records = standard
     script = (
