@@ -42,6 +42,13 @@ from vdbguard.reports.schema import Severity
 
 DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
 
+
+def job_default(section: type[BaseModel], name: str) -> Any:
+    """A job file's default for one setting. The job file's models are the one place a scan's defaults are declared:
+    `scan`'s flags, ``ScanSettings`` and owner-side calibration read theirs here."""
+    return section.model_fields[name].get_default(call_default_factory=True)
+
+
 _ENVIRONMENT_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 

@@ -18,7 +18,7 @@ from vdbguard.pii import PiiType
 from vdbguard.records import Batch, VectorRecord, record_digest
 from vdbguard.reports.schema import Finding, Severity
 from vdbguard.scan import DeepTier, Scanner, ScanStore, severity_of
-from vdbguard.scan.engine import DEEP_CHUNK, ScanResult, duplicate_id
+from vdbguard.scan.engine import DEEP_CHUNK, InProcess, ScanResult, duplicate_id
 from vdbguard.scan.state import DUPLICATE_ID
 
 
@@ -344,26 +344,43 @@ class Pages(ListConnector):
             yield Batch(self.records[start : start + batch_size], cursor=None)
 
 
+class Deferred(InProcess):
+    """Ray's order of events in this process: a page is attacked only when the loop asks for its rows, after it has
+    handed over three more."""
+
+    pages_ahead = 3
+
+    def submit(self, scanner, records, digests):
+        return lambda: scanner().attack_records(records, digests)
+
+
+@pytest.mark.parametrize("executor", [InProcess, Deferred])
 def test_a_record_served_again_counts_once_and_a_second_record_under_its_id_is_attacked_and_named(
-    small_attacks, detector, embedder, tmp_path: Path
+    small_attacks, detector, embedder, tmp_path: Path, executor: type[InProcess]
 ) -> None:
     """A store that pages live under writes serves a record again: it is one record, attacked once a run. A store
     that holds one id twice (LanceDB, pgvector without a key, Milvus) serves two records under it: each is attacked
     and reported, the second under its own id (``duplicate_id``), named among the record problems but not counted
-    as skipped. Re-scans carry both over; nothing stays behind in the state's list of carried records."""
+    as skipped. Re-scans carry both over; nothing stays behind in the state's list of carried records. The same
+    when the executor attacks pages after the loop has read on (the state does not yet hold them)."""
     texts = ["The quarterly report is due on Friday.", "Send the invoice for Dr. Laura Mitchell to laura@example.com."]
     plain, personal = embedder.encode(texts)
     before = [VectorRecord(id="a", vector=plain), VectorRecord(id="b", vector=plain + 0.01)]
     changed = VectorRecord(id="a", vector=personal)
     twin = duplicate_id("a", record_digest(changed))
     scanner, state = Scanner(small_attacks, detector, dimension=384), tmp_path / "state.sqlite"
-    leaks = scanner.scan(Pages([changed])).findings
+    leaks = scanner.scan(Pages([changed]), executor=executor()).findings
     assert leaks, "the changed record leaks"
-    first = scanner.scan(Pages([*before, before[0]]), batch_size=1, state_path=state, target="t")
+    first = scanner.scan(Pages([*before, before[0]]), batch_size=1, state_path=state, target="t", executor=executor())
     assert (first.records_scanned, first.coverage.records_attacked, first.problems) == (2, 2, []), "served twice"
+    both_new = scanner.scan(Pages([before[0], changed]), batch_size=1, executor=executor())  # neither in the state
+    assert both_new.records_scanned == 2 and [p.record_id for p in both_new.problems] == [twin]
+    assert [f.record_id for f in both_new.findings] == [twin]
 
     def rescan(*rows: VectorRecord, batch_size: int = 1) -> ScanResult:
-        result = scanner.scan(Pages(list(rows)), batch_size=batch_size, state_path=state, target="t")
+        result = scanner.scan(
+            Pages(list(rows)), batch_size=batch_size, state_path=state, target="t", executor=executor()
+        )
         with sqlite3.connect(state) as db:
             assert db.execute("SELECT COUNT(*) FROM carried").fetchone()[0] == 0
         return result

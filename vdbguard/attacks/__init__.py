@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from vdbguard import plugins
 from vdbguard.attacks.base import Attack, Inference
+from vdbguard.config import AttackSettings, job_default
 from vdbguard.errors import VdbguardError
 
 __all__ = ["DEFAULT_ATTACKS", "Attack", "Inference", "attack_classes", "load_attack_class", "strongest_inversion"]
 
-DEFAULT_ATTACKS = ("pii-probe", "bag-of-words")
+DEFAULT_ATTACKS: tuple[str, ...] = tuple(job_default(AttackSettings, "fast"))
 
 
 def attack_classes() -> dict[str, type[Attack]]:

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vdbguard.cli.help import F, advanced
+from vdbguard.config import JobSettings, job_default
 from vdbguard.credentials import remember_settings, safe_text
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import PlainProgress, RichProgress, json_event, progress_for
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from vdbguard.reports.summary import JsonSummary
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-FAIL_ON = "high"  # one default for every command and the job file: a CI gate fails on what matters
+FAIL_ON: str = job_default(JobSettings, "fail_on")  # every command's: a CI gate fails on what matters
 console = Console(stderr=True, soft_wrap=True)  # a message is one line, whatever the terminal: paths stay whole
 
 
@@ -117,7 +118,7 @@ def profile_option(is_advanced: bool = False) -> Callable[[F], F]:
     return (advanced if is_advanced else click.option)(
         "--profile",
         type=click.Choice(["default", "small"]),
-        default="default",
+        default=job_default(JobSettings, "profile"),
         show_default=True,
         help="Attack models to train or load: small is faster and weaker (for a first look, or tests).",
     )

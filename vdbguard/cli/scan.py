@@ -36,7 +36,7 @@ from vdbguard.cli.common import (
     store_options,
 )
 from vdbguard.cli.help import Command, advanced
-from vdbguard.config import DEEP_RECORD_SECONDS
+from vdbguard.config import AttackSettings, JobSettings, job_default
 from vdbguard.embedders import DEFAULT_EMBEDDER
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
@@ -104,7 +104,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     "--findings",
     type=click.Choice(["vector", "stored_text"]),
     multiple=True,
-    default=("vector", "stored_text"),
+    default=job_default(JobSettings, "findings"),
     show_default=True,
     help="Kinds of finding to report: what the vectors leak (vector), and PII or secrets the records keep in plain "
     "text beside them (stored_text). Repeat to give both.",
@@ -150,7 +150,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @advanced(
     "--sample",
     type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=1.0,
+    default=job_default(AttackSettings, "sample"),
     show_default=True,
     help="Share (0-1) of new or changed records the attacks run on (the report states the coverage).",
 )
@@ -158,7 +158,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @advanced(
     "--deep-sample",
     type=click.FloatRange(0.0, 1.0),
-    default=0.0,
+    default=job_default(AttackSettings, "deep_sample"),
     show_default=True,
     help="Share of records the fast tier did not flag that the deep tier also attacks.",
 )
@@ -167,14 +167,14 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @advanced(
     "--deep-record-seconds",
     type=click.FloatRange(0.0),
-    default=DEEP_RECORD_SECONDS,
+    default=job_default(AttackSettings, "deep_record_seconds"),
     show_default=True,
     help="CPU-seconds a budgeted deep attack (adversarial-decoding) may spend per record; 0 = its own default.",
 )
 @advanced(
     "--owner-calibration",
     type=click.Choice(["auto", "on", "off"]),
-    default="auto",
+    default=job_default(JobSettings, "owner_calibration"),
     show_default=True,
     help="Fit the probes and every attack's thresholds on the store's own records that keep their text "
     "(labelled by the PII detector), then judge every record by its vector alone. auto: when at least 300 "
@@ -183,7 +183,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @advanced(
     "--calibration-sample",
     type=click.IntRange(50),
-    default=3000,
+    default=job_default(JobSettings, "calibration_sample"),
     show_default=True,
     help="Records with text to label for owner-side calibration.",
 )
@@ -200,7 +200,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @advanced(
     "--verdict",
     type=click.Choice(["fused", "any"]),
-    default="fused",
+    default=job_default(JobSettings, "verdict"),
     show_default=True,
     help="fused: one stacked model over every attack decides each PII type, its cutoffs set for --target-fpr "
     "on held-out real text (or on the store's own records, with owner-side calibration). any: a record is "
@@ -209,14 +209,14 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @advanced(
     "--target-fpr",
     type=click.FloatRange(0.0, 1.0),
-    default=0.02,
+    default=job_default(JobSettings, "target_fpr"),
     show_default=True,
     help="Share of records without PII that the fused verdict may flag.",
 )
 @advanced(
     "--executor",
     type=click.Choice(["in-process", "ray"]),
-    default="in-process",
+    default=job_default(JobSettings, "executor"),
     show_default=True,
     help="ray: the fast tier's attacks on a Ray cluster (pip install 'vdbguard[ray]'); this process reads the "
     "collection, keeps the state and runs the deep tier, so the report and state are the same.",
@@ -227,9 +227,19 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     help="With --executor ray: a running cluster's address (ray start --head prints it); "
     "default a local cluster of --workers CPUs.",
 )
-@advanced("--workers", type=click.IntRange(1), default=2, show_default=True, help="With --executor ray: attack actors.")
 @advanced(
-    "--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True, help="Records read at a time."
+    "--workers",
+    type=click.IntRange(1),
+    default=job_default(JobSettings, "workers"),
+    show_default=True,
+    help="With --executor ray: attack actors.",
+)
+@advanced(
+    "--batch-size",
+    type=click.IntRange(1, 10_000),
+    default=job_default(JobSettings, "batch_size"),
+    show_default=True,
+    help="Records read at a time.",
 )
 @advanced(
     "--top-findings",
@@ -277,7 +287,7 @@ def scan(**flags: Any) -> None:
     detector_settings = None if flags["identifiers_file"] is None else load_identifiers(flags["identifiers_file"])
     if not name or not collection:
         raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
-    if flags["executor"] != "ray" and (flags["address"] or flags["workers"] != 2):
+    if flags["executor"] != "ray" and (flags["address"] or flags["workers"] != job_default(JobSettings, "workers")):
         raise click.UsageError("--address and --workers are for --executor ray")
     patterns = _collection_patterns(collection)
     if patterns is not None:

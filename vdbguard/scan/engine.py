@@ -85,7 +85,6 @@ def severity_of(
     return list(Severity)[min(base.rank + steps, Severity.CRITICAL.rank)]
 
 
-FINDING_KINDS = (VECTOR, STORED_TEXT)  # what `vdbguard scan` and job files report unless told otherwise
 STORED_TEXT_ATTACK = "stored-text"  # the evidence's "attack": no attack, the text the store keeps in plain sight
 RECOVERED_KEPT = 50_000  # recovered texts whose detections a scan remembers; each is a short bag of words
 

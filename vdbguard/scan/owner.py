@@ -27,6 +27,7 @@ from vdbguard.attacks.alignment import AlignedAttack, load_mapping, ridge_map
 from vdbguard.attacks.base import l2_normalise, one_blas_thread
 from vdbguard.attacks.pii_probe import PiiProbeAttack
 from vdbguard.cache import private_dir
+from vdbguard.config import JobSettings, job_default
 from vdbguard.connectors.base import Connector
 from vdbguard.corpus import LabelledText
 from vdbguard.detectors.base import Detection, Detector
@@ -41,8 +42,8 @@ from vdbguard.scan.engine import Scanner
 from vdbguard.scan.verdict import ScoreKey, StackedVerdict
 
 MIN_RECORDS = 300
-DEFAULT_SAMPLE = 3000
-DEFAULT_TARGET_FPR = 0.02
+DEFAULT_SAMPLE: int = job_default(JobSettings, "calibration_sample")
+DEFAULT_TARGET_FPR: float = job_default(JobSettings, "target_fpr")
 PROBE_FOLDS = 5
 LOOK_AHEAD = 10
 REPORT_FOLDS = 3

@@ -1,8 +1,8 @@
 """How to scan one collection: what ``scan_collection(connector, target, settings)`` takes.
 
-The one place a scan's defaults live. A job file builds it with ``ScanSettings.from_job``, `vdbguard scan`'s
-flags with ``ScanSettings.from_flags``, Python callers directly (``ScanSettings(profile="small")``). What only
-exists at run time (the embedder, progress, a Ray executor, a job's detector worker) stays an argument of
+Its defaults are the job file's (``vdbguard.config.job_default``). A job file builds it with ``ScanSettings.from_job``,
+`vdbguard scan`'s flags with ``ScanSettings.from_flags``, Python callers directly (``ScanSettings(profile="small")``).
+What only exists at run time (the embedder, progress, a Ray executor, a job's detector worker) stays an argument of
 ``scan_collection`` itself.
 """
 
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from vdbguard.attacks import DEFAULT_ATTACKS
 from vdbguard.attacks.training import TrainingProfile
-from vdbguard.config import DEEP_RECORD_SECONDS, AllowList
+from vdbguard.config import AllowList, AttackSettings, JobSettings, job_default
 from vdbguard.detectors import DEFAULT_DETECTOR
 from vdbguard.identifiers import DetectorSettings
 from vdbguard.pii import PiiType
 from vdbguard.reports.schema import Severity
-from vdbguard.scan.engine import FINDING_KINDS, FindingPolicy
+from vdbguard.scan.engine import FindingPolicy
 from vdbguard.scan.owner import AUTO, CalibrationOptions
 
 if TYPE_CHECKING:
@@ -81,19 +81,19 @@ class ScanSettings:
     """
 
     attack_names: Sequence[str] = DEFAULT_ATTACKS
-    profile: TrainingProfile | str = "default"
-    batch_size: int = 256
+    profile: TrainingProfile | str = job_default(JobSettings, "profile")
+    batch_size: int = job_default(JobSettings, "batch_size")
     state_path: Path | None = None
     mask_pii: bool = True
     detector: str = DEFAULT_DETECTOR
     calibration: CalibrationOptions = AUTO
     fused: bool = True
-    sample: float = 1.0
+    sample: float = job_default(AttackSettings, "sample")
     deep_attack_names: Sequence[str] = ()
-    deep_budget: tuple[float, int | None, float | None] = (0.0, None, None)
-    deep_record_seconds: float = DEEP_RECORD_SECONDS
+    deep_budget: tuple[float, int | None, float | None] = (job_default(AttackSettings, "deep_sample"), None, None)
+    deep_record_seconds: float = job_default(AttackSettings, "deep_record_seconds")
     policy: FindingPolicy | None = None
-    finding_kinds: Sequence[str] = FINDING_KINDS
+    finding_kinds: Sequence[str] = tuple(job_default(JobSettings, "findings"))
     detector_settings: DetectorSettings | None = None
 
     @classmethod
