@@ -196,16 +196,6 @@ class CurrentDigests:
         self.changed[at[known & ~same & ~self.carried[at]]] = True
         return hits, taken
 
-    def note_carried(self, record_ids: Sequence[str]) -> None:
-        """These ids were carried over as indexed (by an executor that classified them elsewhere)."""
-        if not len(self.hashes) or not record_ids:
-            return
-        wanted = np.fromiter((hash(record_id) for record_id in record_ids), np.int64, len(record_ids))
-        at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
-        known = at[self.hashes[at] == wanted]
-        self.served[known] = True
-        self.carried[known] = True
-
     def every_record_served(self) -> bool:
         """Whether the run began with every record of the target indexed here and was served each of them since."""
         return self.holds_all and bool(self.served.all())
@@ -468,10 +458,6 @@ class Run:
             return "target = ?", (self.target,)
         return "target = ? AND run_id = ?", (self.target, self.id)
 
-    def note_carried(self, record_ids: Sequence[str]) -> None:
-        """Ids another process found current and carried over: a record under the same id later is a second one."""
-        self._index().note_carried(record_ids)
-
     def _index(self) -> CurrentDigests:
         if self._current is None:
             self._current = CurrentDigests(self.db, self.target, self.key, self.id)
@@ -530,22 +516,6 @@ class Run:
         self.settled = True
         log.info("%s: the content the last run read, every verdict carried over unread", self.target)
         return True
-
-    @reads("records")
-    def verdicts(self) -> tuple[dict[str, bytes | None], set[str]]:
-        """For a distributed scan's readers: the digest of each record whose verdict is current under this
-        run's key, and the records this run already committed (a resumed run skips them)."""
-        current: dict[str, bytes | None] = {}
-        done: set[str] = set()
-        for rid, digest, key, run_id, pending in self.db.execute(
-            "SELECT record_id, digest, verdict_key, run_id, deep_wanted AND NOT deep FROM records WHERE target = ?",
-            (self.target,),
-        ):
-            if run_id == self.id:
-                done.add(rid)
-            elif key == self.key and not pending:
-                current[rid] = digest
-        return current, done
 
     def commit_batch(self, cursor: str | None, rows: Iterable[RecordRow], carried: Iterable[str]) -> None:
         """This batch's new verdicts, the records carried over and the cursor, in one transaction."""
