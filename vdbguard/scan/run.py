@@ -94,10 +94,9 @@ def scan_collection(
     store's vectors mapped into the default model's space.
 
     ``executor``: where the fast tier attacks (``scan.distributed.RayExecutor``: a Ray cluster); in this process
-    by default. A scan that reads pages loads its PII
-    detector in a worker process meanwhile, on another core: the one in ``detector_workers`` (a job's, kept for
-    its next scan; the caller stops it), or one it starts and stops. ``suppressions``: accepted findings, hidden
-    from the report (and from the one the state keeps).
+    by default. A scan that reads pages loads its PII detector in a worker process meanwhile, on another core: the
+    one in ``detector_workers`` (a job's, kept for its next scan; the caller stops it), or one it starts and stops.
+    ``suppressions``: accepted findings, hidden from the report (and from the one the state keeps).
 
     The state is opened once, where the scan first needs it, and held (with its lock) until the report is saved.
     """
