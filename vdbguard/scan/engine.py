@@ -604,7 +604,6 @@ class _BatchRun:
         ]
         fresh_digests = [digests[i] for i in fresh]
         rows = self.executor.submit(lambda: self.scanner, records, fresh_digests) if fresh else lambda: []
-        self.attacked += len(fresh)
         taken: dict[str, bytes | None] = {keys[i]: digests[i] for i in fresh}
         taken.update((row.record_id, None) for row in unsampled)
         self.in_flight.update(taken)
@@ -617,6 +616,7 @@ class _BatchRun:
         if self.deep is not None:
             self._deep(page.records, rows)
         self.run.commit_batch(page.cursor, rows + page.unsampled, page.carried)
+        self.attacked += len(page.records)
         for record_id in page.taken:
             self.in_flight.pop(record_id, None)
         self.batches += 1
