@@ -85,10 +85,13 @@ def test_reports_never_contain_the_stored_pii_unless_asked(scan_args, pii_store,
     assert not leaked
 
 
-def test_embedder_auto_identifies_the_model_from_the_stored_vectors(scan_args, tmp_path: Path) -> None:
+def test_embedder_auto_identifies_the_model_from_the_stored_vectors(
+    scan_args, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     code, output = run(*scan_args, "--embedder", "auto", "--out", str(tmp_path), "--fail-on", "never")
     assert code == 0, output
-    assert "Identified the embedder from the stored vectors: all-MiniLM-L6-v2" in output
+    said = [r.getMessage() for r in caplog.records if r.name == "vdbguard.scan.plan"]  # the log the CLI always shows
+    assert "Identified the embedder from the stored vectors: all-MiniLM-L6-v2" in said
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
     assert report.embedder.name == "all-MiniLM-L6-v2"
 
@@ -96,7 +99,7 @@ def test_embedder_auto_identifies_the_model_from_the_stored_vectors(scan_args, t
 def test_unknown_attack_is_a_clear_error(scan_args, tmp_path: Path) -> None:
     code, output = run(*scan_args, "--attack", "nosuch", "--out", str(tmp_path))
     assert code == 2
-    assert "unknown attack 'nosuch'" in output and "bag-of-words" in output
+    assert "--attack: unknown fast attack 'nosuch'" in output and "bag-of-words" in output, "named by its flag"
     assert "Traceback" not in output
 
 

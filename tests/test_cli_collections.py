@@ -166,3 +166,30 @@ def test_one_collection_that_fails_stops_no_other_and_is_named_in_the_summary(
     (line,) = stdout.splitlines()
     document = json.loads(line)
     assert document["exit_code"] == 2 and [f["collection"] for f in document["failed_collections"]] == ["a_other_model"]
+
+
+def test_one_collection_by_name_and_a_pattern_share_the_state_and_keep_what_an_earlier_key_judged(
+    three_collections: Path, small_attacks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan's flags make one job, whether --collection names one collection or several; before, a job keyed its
+    empty allow list and severity policy apart from a one-collection scan's none, and those verdicts are kept."""
+    from vdbguard.scan.settings import ConfigPolicy
+
+    state = tmp_path / "state.sqlite"
+    with monkeypatch.context() as patch:  # the key jobs gave their empty policy before
+        patch.setattr(ConfigPolicy, "of_job", classmethod(lambda cls, config: cls(config.allow, {})))
+        code, output, _ = scan(three_collections, "notes_*", tmp_path / "before", "--state", str(state))
+    assert code == 1 and "attacked 24 new or changed records" in output and "attacked 8 new" in output, output
+    code, output, _ = scan(three_collections, "notes_hr", tmp_path / "one", "--state", str(state))
+    assert code == 1 and "attacked 0 new or changed records, carried 24 over" in output, output
+    assert report_in(tmp_path / "one").summary == report_in(tmp_path / "before" / "notes_hr").summary
+    code, output, _ = scan(three_collections, "*", tmp_path / "all", "--state", str(state))
+    assert output.count("attacked 0 new or changed records") == 2, "the notes carried over"
+    assert "attacked 24 new or changed records, carried 0 over" in output, "tickets, never scanned, attacked"
+
+
+def test_a_calibration_folder_is_for_one_collection(three_collections: Path, tmp_path: Path) -> None:
+    for flag in ("--save-calibration", "--load-calibration"):
+        code, output, _ = scan(three_collections, "notes_*", tmp_path / "out", flag, str(tmp_path))
+        assert code == 2 and f"({flag}) is for a job of one collection" in output, output
+        assert not (tmp_path / "out").exists(), "refused before anything is scanned"

@@ -49,6 +49,14 @@ def job_default(section: type[BaseModel], name: str) -> Any:
     return section.model_fields[name].get_default(call_default_factory=True)
 
 
+GLOB_CHARACTERS = "*?["
+
+
+def is_pattern(name: str) -> bool:
+    """Whether a collection as a job or ``--collection`` names it is a shell-style glob."""
+    return any(character in name for character in GLOB_CHARACTERS)
+
+
 _ENVIRONMENT_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
@@ -104,13 +112,36 @@ class JobSettings(_Strict):
         default=None, description="Model that made the vectors, 'auto' or 'store' (see `vdbguard scan --help`)."
     )
     profile: Literal["default", "small"] = "default"
-    verdict: Literal["fused", "any"] = "fused"
-    target_fpr: float = Field(
-        default=0.02, ge=0.0, le=1.0, description="Share of PII-free records that may be flagged."
+    verdict: Literal["fused", "any"] = Field(
+        default="fused",
+        description="fused: one stacked model over every attack decides each PII type, its cutoffs set for the "
+        "target false-positive rate on held-out real text (or on the store's own records, with owner-side "
+        "calibration). any: a record is flagged when any attack passes its own threshold (more recall, many more "
+        "false positives on real text).",
     )
-    owner_calibration: Literal["auto", "on", "off"] = "auto"
-    calibration_sample: int = Field(default=3000, ge=50)
-    batch_size: int = Field(default=256, ge=1, le=10_000)
+    target_fpr: float = Field(
+        default=0.02, ge=0.0, le=1.0, description="Share of records without PII that the fused verdict may flag."
+    )
+    owner_calibration: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Fit the probes and every attack's thresholds on the store's own records that keep their text "
+        "(labelled by the PII detector), then judge every record by its vector alone. auto: when at least 300 "
+        "records keep text. The report states the held-out recall and false-positive rate it reached.",
+    )
+    calibration_sample: int = Field(
+        default=3000, ge=50, description="Records with text to label for owner-side calibration."
+    )
+    save_calibration: Path | None = Field(
+        default=None,
+        description="Keep the fitted owner-side calibration in this folder, to reuse on collections made with the "
+        "same embedder (a job of one collection; with a state, each collection keeps its own there).",
+    )
+    load_calibration: Path | None = Field(
+        default=None,
+        description="Reuse a saved calibration instead of fitting one, for a store that keeps no text (a job of "
+        "one collection).",
+    )
+    batch_size: int = Field(default=256, ge=1, le=10_000, description="Records read at a time.")
     executor: Literal["in-process", "ray"] = Field(
         default="in-process",
         description="'ray': the fast tier's attacks on a Ray cluster, with the same report and state "
@@ -194,7 +225,7 @@ class StoreSettings(_Strict):
     def from_flags(
         cls, connector: str, path: Path | None, url: str | None, options: dict[str, Any], collections: list[str]
     ) -> StoreSettings:
-        """The store a ``scan --collection PATTERN`` names with its flags. Built without a job file's checks on
+        """The store `scan`'s flags name. Built without a job file's checks on
         purpose: a command line may carry credentials (a URL's password, ``--option api_key=...``), which the CLI
         has already remembered to mask and which reach no file; the CLI checks path against url itself."""
         return cls.model_construct(connector=connector, path=path, url=url, options=options, collections=collections)
@@ -230,7 +261,12 @@ class AttackSettings(_Strict):
     fast: list[str] = Field(
         default_factory=lambda: ["pii-probe", "bag-of-words"], description="See `vdbguard attacks list`."
     )
-    sample: float = Field(default=1.0, gt=0.0, le=1.0, description="Share of records the fast tier attacks.")
+    sample: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="Share (0-1) of new or changed records the fast tier attacks (the report states the coverage).",
+    )
     deep: list[str] = Field(
         default_factory=list,
         description="Slower attacks, e.g. slot-search, or strongest (the best measured inverter for the embedder).",
@@ -239,10 +275,10 @@ class AttackSettings(_Strict):
         default=0.0,
         ge=0.0,
         le=1.0,
-        description="Share of records not flagged by the fast tier that also get the deep tier.",
+        description="Share of records the fast tier did not flag that the deep tier also attacks.",
     )
-    deep_max_records: int | None = Field(default=None, ge=1, description="Deep-tier records per run, at most.")
-    deep_max_seconds: float | None = Field(default=None, gt=0, description="Deep-tier time per run, at most.")
+    deep_max_records: int | None = Field(default=None, ge=1, description="Deep-tier budget: records per run.")
+    deep_max_seconds: float | None = Field(default=None, gt=0, description="Deep-tier budget: seconds per run.")
     deep_record_seconds: float = Field(
         default=DEEP_RECORD_SECONDS,
         ge=0,
@@ -372,6 +408,20 @@ class JobConfig(_Strict, IdentifierTables):
     severity: SeverityPolicy = Field(default_factory=SeverityPolicy)
     output: OutputSettings = Field(default_factory=OutputSettings)
     base_dir: Path = Field(default=Path("."), exclude=True, description="Folder relative paths start from.")
+
+    @model_validator(mode="after")
+    def _calibration_of_one(self) -> JobConfig:
+        """A calibration saved to or loaded from one folder fits one collection: with several, each would overwrite
+        or misread another's."""
+        named = [c for store in self.stores for c in store.collections]
+        for setting in ("save_calibration", "load_calibration"):
+            if getattr(self.job, setting) is not None and (len(named) != 1 or is_pattern(named[0])):
+                flag = "--" + setting.replace("_", "-")
+                raise ValueError(
+                    f"{setting} ({flag}) is for a job of one collection; with a state, each collection of several "
+                    "keeps its own calibration"
+                )
+        return self
 
     def resolve(self, path: Path | None) -> Path | None:
         return None if path is None else self.base_dir / path

@@ -3,15 +3,16 @@ and the flags that name a store, the report formats and --fail-on."""
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Union, get_args, get_origin
 
 import click
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -124,6 +125,32 @@ def profile_option(is_advanced: bool = False) -> Callable[[F], F]:
     )
 
 
+def job_option(
+    section: type[BaseModel], field: str, flag: str | None = None, everyday: bool = False, **settings: Any
+) -> Callable[[F], F]:
+    """An option that overrides one job setting, its parameter named as the field (advanced unless ``everyday``): its
+    type, bounds, choices, default and help are the job model's, declared there once; ``settings`` add to them."""
+    info = section.model_fields[field]
+    kind = info.annotation
+    if get_origin(kind) in (Union, UnionType):
+        kind = next(arg for arg in get_args(kind) if arg is not type(None))
+    multiple = get_origin(kind) is list
+    kind = get_args(kind)[0] if multiple else kind
+    bounds = {type(m).__name__: getattr(m, type(m).__name__.lower(), None) for m in info.metadata}  # Ge(ge=1)...
+    limits = {"min": bounds.get("Ge", bounds.get("Gt")), "max": bounds.get("Le"), "min_open": "Gt" in bounds}
+    if get_origin(kind) is Literal:
+        click_type: Any = click.Choice(get_args(kind))
+    elif kind in (int, float):
+        click_type = click.IntRange(limits["min"], limits["max"]) if kind is int else click.FloatRange(**limits)
+    else:
+        click_type = click.Path(path_type=Path) if kind is Path else None
+    default = info.get_default(call_default_factory=True)
+    options = {"type": click_type, "multiple": multiple, "is_flag": kind is bool, "default": default}
+    options["show_default"] = default is not None and default is not False and default != []
+    options.update({"help": info.description, **settings})
+    return (click.option if everyday else advanced)(flag or "--" + field.replace("_", "-"), field, **options)
+
+
 def exit_code(report: Report, fail_on: str) -> int:
     if fail_on == "never":
         return EXIT_CLEAN
@@ -213,11 +240,10 @@ def format_option(default: Sequence[str] = DEFAULT_FORMATS) -> Callable[[F], F]:
     )
 
 
-def out_option(what: str, **settings: Any) -> Callable[[F], F]:
-    """--out: always a folder, made if missing; ``what`` says what goes in it."""
-    return click.option(
-        "--out", type=click.Path(path_type=Path, file_okay=False), help=f"Folder for {what}.", **settings
-    )
+def out_option(what: str, name: str = "out", **settings: Any) -> Callable[[F], F]:
+    """--out: always a folder, made if missing; ``what`` says what goes in it, ``name`` is its parameter's."""
+    folder = click.Path(path_type=Path, file_okay=False)
+    return click.option("--out", name, type=folder, help=f"Folder for {what}.", show_default=True, **settings)
 
 
 def _remember_tls(ctx: click.Context, param: click.Parameter, value: Path | bool | None) -> None:
@@ -296,21 +322,14 @@ def store_flags(path: Path | None, url: str | None, option: tuple[str, ...]) -> 
     return settings
 
 
-def connector_factory(
-    name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]
-) -> functools.partial:
-    """The connector class with its settings from the flags and --option pairs: it opens the same collection
-    in any process (a distributed scan's workers)."""
-    from vdbguard.connectors import load_connector
-
-    settings = store_flags(path, url, option)
-    return functools.partial(load_connector(name), **{"collection": collection, **settings})
-
-
 def open_connector(
     name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]
 ) -> Connector:
-    """Build a connector from the flags and --option pairs."""
-    from vdbguard.scan.flags import opened
+    """Build a connector from the flags and --option pairs; settings it refuses are named as the pairs' fault."""
+    from vdbguard.connectors import load_connector
 
-    return opened(connector_factory(name, collection, path, url, option), name)
+    settings = store_flags(path, url, option)
+    try:
+        return load_connector(name)(collection=collection, **settings)
+    except TypeError as exc:
+        raise VdbguardError(f"the {name} connector rejected its settings: {exc}", "check the --option names") from exc

@@ -22,7 +22,7 @@ from vdbguard.cli.help import Command
 
 
 @click.command(cls=Command)
-@out_option("the demo store, its reports and its score", default=Path("demo-out"), show_default=True)
+@out_option("the demo store, its reports and its score", default=Path("demo-out"))
 @click.option(
     "--records",
     type=click.IntRange(20, 100_000),
@@ -68,7 +68,7 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...]) -> Non
 
 @click.command(cls=Command)
 @click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@out_option("the reports (one folder per collection when SOURCE holds several)", default=Path("."), show_default=True)
+@out_option("the reports (one folder per collection when SOURCE holds several)", default=Path("."))
 @format_option()
 @friendly_errors
 def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:

@@ -1,5 +1,5 @@
-"""`vdbguard scan`: its flags, its help and its exit code; the scan itself is `vdbguard.scan.flags` and `.job`,
-and what a finished scan leaves besides its reports is `vdbguard.scan.publish`."""
+"""`vdbguard scan`: its flags, its help and its exit code. The flags describe a job of one store, which runs as a job
+file does (`vdbguard.scan.job`); what a finished scan leaves besides its reports is `vdbguard.scan.publish`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import datetime
 import functools
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +18,12 @@ from rich.markup import escape
 from vdbguard.cli.common import (
     EXIT_CLEAN,
     EXIT_ERROR,
-    connector_factory,
     exit_code,
     exit_with,
     fail_on_option,
     format_option,
     friendly_errors,
+    job_option,
     out_option,
     print_summary,
     print_table,
@@ -36,7 +36,7 @@ from vdbguard.cli.common import (
     store_options,
 )
 from vdbguard.cli.help import Command, advanced
-from vdbguard.config import AttackSettings, JobSettings, job_default
+from vdbguard.config import AttackSettings, JobSettings, OutputSettings, job_default
 from vdbguard.embedders import DEFAULT_EMBEDDER
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
@@ -44,7 +44,7 @@ from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
 if TYPE_CHECKING:
     from vdbguard.config import JobConfig, Suppression
     from vdbguard.reports.schema import Report
-    from vdbguard.scan.job import CollectionFailure, CollectionResult
+    from vdbguard.scan.job import CollectionFailure, CollectionResult, Folders
     from vdbguard.scan.publish import Publisher
 
 
@@ -85,30 +85,21 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     "'store' for a model that cannot run here (an API model): the scan learns the store's space from records "
     "that keep their text (owner-side calibration) and maps the packaged attacks into it.",
 )
-@click.option(
-    "--attack",
-    "attack_names",
-    multiple=True,
-    help="Attack to run (repeatable; see `vdbguard attacks list`). Default: pii-probe and bag-of-words.",
+@job_option(
+    AttackSettings, "fast", "--attack", everyday=True, help="Attack to run (repeatable; see `vdbguard attacks list`)."
 )
-@out_option("the reports (each collection of several in a folder of its own)", default=Path("."), show_default=True)
+@out_option("the reports (each collection of several in a folder of its own)", "dir", default=Path("."))
 @format_option()
-@click.option(
-    "--state",
+@job_option(
+    JobSettings,
+    "state",
+    everyday=True,
     type=click.Path(path_type=Path, dir_okay=False),
     help="SQLite state file: a re-scan attacks only new or changed records and resolves deleted ones; "
     "an interrupted scan resumes.",
 )
-@click.option("--show-pii", is_flag=True, help="Do not mask recovered values in reports (handle as PII!).")
-@click.option(
-    "--findings",
-    type=click.Choice(["vector", "stored_text"]),
-    multiple=True,
-    default=job_default(JobSettings, "findings"),
-    show_default=True,
-    help="Kinds of finding to report: what the vectors leak (vector), and PII or secrets the records keep in plain "
-    "text beside them (stored_text). Repeat to give both.",
-)
+@job_option(OutputSettings, "show_pii", everyday=True, help="Do not mask recovered values (handle reports as PII!).")
+@job_option(JobSettings, "findings", everyday=True)
 @click.option(
     "--identifiers",
     "identifiers_file",
@@ -132,8 +123,10 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     help="Print one JSON summary on stdout instead of the table: counts, the exit code, report paths and the most "
     "severe findings (no recovered value). Nothing else goes to stdout.",
 )
-@click.option(
-    "--metrics-file",
+@job_option(
+    OutputSettings,
+    "metrics_file",
+    everyday=True,
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write the counts as a Prometheus textfile (node exporter's textfile collector: name it *.prom), "
     "replaced atomically after every scan; a failed scan sets vdbguard_scan_success 0 and keeps the last success.",
@@ -147,100 +140,29 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 )
 @fail_on_option
 @profile_option(is_advanced=True)
-@advanced(
-    "--sample",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=job_default(AttackSettings, "sample"),
-    show_default=True,
-    help="Share (0-1) of new or changed records the attacks run on (the report states the coverage).",
-)
-@advanced("--deep-attack", "deep_attack_names", multiple=True, help="Slower attack for the deep tier (repeatable).")
-@advanced(
-    "--deep-sample",
-    type=click.FloatRange(0.0, 1.0),
-    default=job_default(AttackSettings, "deep_sample"),
-    show_default=True,
-    help="Share of records the fast tier did not flag that the deep tier also attacks.",
-)
-@advanced("--deep-max-records", type=click.IntRange(1), help="Deep-tier budget: records per run.")
-@advanced("--deep-max-seconds", type=click.FloatRange(0.0, min_open=True), help="Deep-tier budget: seconds per run.")
-@advanced(
-    "--deep-record-seconds",
-    type=click.FloatRange(0.0),
-    default=job_default(AttackSettings, "deep_record_seconds"),
-    show_default=True,
-    help="CPU-seconds a budgeted deep attack (adversarial-decoding) may spend per record; 0 = its own default.",
-)
-@advanced(
-    "--owner-calibration",
-    type=click.Choice(["auto", "on", "off"]),
-    default=job_default(JobSettings, "owner_calibration"),
-    show_default=True,
-    help="Fit the probes and every attack's thresholds on the store's own records that keep their text "
-    "(labelled by the PII detector), then judge every record by its vector alone. auto: when at least 300 "
-    "records keep text. The report states the held-out recall and false-positive rate it reached.",
-)
-@advanced(
-    "--calibration-sample",
-    type=click.IntRange(50),
-    default=job_default(JobSettings, "calibration_sample"),
-    show_default=True,
-    help="Records with text to label for owner-side calibration.",
-)
-@advanced(
-    "--save-calibration",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Keep the fitted calibration to reuse on collections made with the same embedder.",
-)
-@advanced(
-    "--load-calibration",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Reuse a saved calibration instead of fitting one (for stores that keep no text).",
-)
-@advanced(
-    "--verdict",
-    type=click.Choice(["fused", "any"]),
-    default=job_default(JobSettings, "verdict"),
-    show_default=True,
-    help="fused: one stacked model over every attack decides each PII type, its cutoffs set for --target-fpr "
-    "on held-out real text (or on the store's own records, with owner-side calibration). any: a record is "
-    "flagged when any attack passes its own threshold (more recall, many more false positives on real text).",
-)
-@advanced(
-    "--target-fpr",
-    type=click.FloatRange(0.0, 1.0),
-    default=job_default(JobSettings, "target_fpr"),
-    show_default=True,
-    help="Share of records without PII that the fused verdict may flag.",
-)
-@advanced(
-    "--executor",
-    type=click.Choice(["in-process", "ray"]),
-    default=job_default(JobSettings, "executor"),
-    show_default=True,
-    help="ray: the fast tier's attacks on a Ray cluster (pip install 'vdbguard[ray]'); this process reads the "
-    "collection, keeps the state and runs the deep tier, so the report and state are the same.",
-)
-@advanced(
+@job_option(AttackSettings, "sample")
+@job_option(AttackSettings, "deep", "--deep-attack", help="Slower attack for the deep tier (repeatable).")
+@job_option(AttackSettings, "deep_sample")
+@job_option(AttackSettings, "deep_max_records")
+@job_option(AttackSettings, "deep_max_seconds")
+@job_option(AttackSettings, "deep_record_seconds")
+@job_option(JobSettings, "owner_calibration")
+@job_option(JobSettings, "calibration_sample")
+@job_option(JobSettings, "save_calibration", type=click.Path(path_type=Path, file_okay=False))
+@job_option(JobSettings, "load_calibration", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@job_option(JobSettings, "verdict")
+@job_option(JobSettings, "target_fpr")
+@job_option(JobSettings, "executor")
+@job_option(
+    JobSettings,
+    "ray_address",
     "--address",
     metavar="ADDR",
     help="With --executor ray: a running cluster's address (ray start --head prints it); "
     "default a local cluster of --workers CPUs.",
 )
-@advanced(
-    "--workers",
-    type=click.IntRange(1),
-    default=job_default(JobSettings, "workers"),
-    show_default=True,
-    help="With --executor ray: attack actors.",
-)
-@advanced(
-    "--batch-size",
-    type=click.IntRange(1, 10_000),
-    default=job_default(JobSettings, "batch_size"),
-    show_default=True,
-    help="Records read at a time.",
-)
+@job_option(JobSettings, "workers")
+@job_option(JobSettings, "batch_size")
 @advanced(
     "--top-findings",
     type=click.IntRange(0),
@@ -269,54 +191,64 @@ def scan(**flags: Any) -> None:
       vdbguard scan --connector qdrant --url http://127.0.0.1:6333 --collection '*' --state scan.sqlite
       vdbguard scan --config vdbguard.toml --json > vdbguard-summary.json
     """
-    from vdbguard.scan.flags import ONE_COLLECTION_ONLY, job_from_flags, run_one
-    from vdbguard.scan.publish import Publisher, baseline_in_force
+    from vdbguard.config import load_identifiers
+    from vdbguard.scan.publish import baseline_in_force
 
     summary = _json_summary(flags["fail_on"], flags["top_findings"]) if flags["as_json"] else None
     baseline, expired = baseline_in_force(flags["baseline_file"], datetime.date.today())
     _say_expired(expired)
-    name, collection, path, url, state = (flags[k] for k in ("connector_name", "collection", "path", "url", "state"))
+    name, collection, path, url = (flags[k] for k in ("connector_name", "collection", "path", "url"))
     if flags["config_file"] is not None:
         if name or collection or path or url:
             raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
         if flags["identifiers_file"] is not None:
             raise click.UsageError("--config holds its own identifiers: put them in the job file's [[identifiers]]")
         exit_with(_scan_job_file(flags["config_file"], baseline, summary), summary)
-    from vdbguard.config import load_identifiers
-
-    detector_settings = None if flags["identifiers_file"] is None else load_identifiers(flags["identifiers_file"])
     if not name or not collection:
         raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
-    if flags["executor"] != "ray" and (flags["address"] or flags["workers"] != job_default(JobSettings, "workers")):
+    if flags["executor"] != "ray" and (flags["ray_address"] or flags["workers"] != job_default(JobSettings, "workers")):
         raise click.UsageError("--address and --workers are for --executor ray")
     patterns = _collection_patterns(collection)
-    if patterns is not None:
-        with _resume_hint(state):
-            for flag in ONE_COLLECTION_ONLY:
-                if flags[flag] is not None:
-                    raise click.UsageError(
-                        f"--{flag.replace('_', '-')} is for a scan of one collection; with --state each collection "
-                        "of several keeps its own calibration"
-                    )
-            config = job_from_flags(flags, patterns, store_flags(path, url, flags["option"]))
-            if detector_settings is not None:
-                config = config.model_copy(update=dict(detector_settings))
-            exit_with(_scan_job(config, baseline, summary, flags["webhook"], store_folders=False), summary)
-    from vdbguard.cache import writable_dir
-
-    writable_dir(flags["out"])
-    if state is not None:
-        writable_dir(state.parent, "the --state folder")
-    publisher = Publisher(flags["metrics_file"], flags["webhook"])
-    with publisher.failure_marked(name, collection), _resume_hint(state):
-        factory = connector_factory(name, collection, path, url, flags["option"])
-        with progress() as bars:
-            result = run_one(flags, factory, detector_settings, baseline, bars, on_identified=_say_identified)
-    exit_with(_published(result, publisher, flags["fail_on"], flags["formats"], summary, one=True), summary)
+    config = _job_from_flags(flags, patterns or [collection], store_flags(path, url, flags["option"]))
+    if flags["identifiers_file"] is not None:
+        config = config.model_copy(update=dict(load_identifiers(flags["identifiers_file"])))
+    folders = "none" if patterns is None else "collection"
+    with _resume_hint(flags["state"]):
+        exit_with(_scan_job(config, baseline, summary, flags["webhook"], folders), summary)
 
 
-def _say_identified(model: str) -> None:
-    say(f"Identified the embedder from the stored vectors: {model}")
+def _job_from_flags(flags: Mapping[str, Any], collections: list[str], settings: Mapping[str, Any]) -> JobConfig:
+    """The job `scan`'s flags describe: one store, the collections --collection names, the flags' settings, so that
+    it runs as a job file's collections do. ``settings``: the connector's (path and url are the store's own)."""
+    from pydantic import BaseModel, ValidationError
+
+    from vdbguard.config import JobConfig, StoreSettings
+
+    def section(model: type[BaseModel]) -> dict[str, Any]:
+        return {field: flags[field] for field in model.model_fields if field in flags}
+
+    options = {key: value for key, value in settings.items() if key not in ("path", "url")}
+    store = StoreSettings.from_flags(flags["connector_name"], flags["path"], flags["url"], options, collections)
+    try:
+        return JobConfig(
+            job=JobSettings(**section(JobSettings)),
+            stores=[store],
+            attacks=AttackSettings(**section(AttackSettings)),
+            output=OutputSettings(**section(OutputSettings)),
+        )
+    except ValidationError as exc:
+        problems = "\n".join(map(_named_by_flag, exc.errors()))
+        raise VdbguardError(f"the scan's flags have problems:\n{problems}", "see `vdbguard scan --help`") from exc
+
+
+def _named_by_flag(error: Any) -> str:
+    """A problem of the job the flags describe, named by the flag that set it."""
+    message = error["msg"].removeprefix("Value error, ")
+    if not error["loc"]:
+        return f"  {message}"
+    field = str(error["loc"][-1])
+    flags = {param.name: param.opts[0] for param in click.get_current_context().command.params}
+    return f"  {flags.get(field, field)}: {message}"
 
 
 def _json_summary(fail_on: str, top: int) -> JsonSummary:
@@ -332,7 +264,7 @@ def _json_summary(fail_on: str, top: int) -> JsonSummary:
 def _collection_patterns(collection: str) -> list[str] | None:
     """The collections --collection names when it names several (a comma-separated list, shell-style globs);
     None for one collection by name, which is scanned into --out itself as it always was."""
-    from vdbguard.scan.job import is_pattern
+    from vdbguard.config import is_pattern
 
     if "," not in collection and not is_pattern(collection):
         return None
@@ -368,10 +300,10 @@ def _scan_job(
     baseline: list[Suppression],
     summary: JsonSummary | None,
     webhook: str | None,
-    store_folders: bool = True,
+    folders: Folders = "store",
 ) -> int:
     """Every collection of the job, the baseline's suppressions added to the job's, then the store summary; the
-    exit code is the worst."""
+    exit code is the worst. ``folders="none"``: one collection, its reports --out's own, its failure the command's."""
     from vdbguard.scan.job import CollectionFailure, run_job
     from vdbguard.scan.publish import Publisher, with_baseline
 
@@ -379,10 +311,13 @@ def _scan_job(
     config = with_baseline(config, baseline)
     if summary is not None:
         summary.fail_on = config.job.fail_on
-    publisher = Publisher.for_job(config, webhook)
+    one = folders == "none"
+    publisher = Publisher.for_job(config, webhook, per_collection=not one)
     code = EXIT_CLEAN
     with progress() as bars:
-        for result in run_job(config, progress=bars, on_failure=publisher.failed, store_folders=store_folders):
+        for result in run_job(config, progress=bars, on_failure=publisher.failed, folders=folders):
+            if isinstance(result, CollectionFailure) and one:
+                raise result.error
             if isinstance(result, CollectionFailure):
                 _say_failed(result, config.job.state)
                 publisher.store_summary.add_failure(result.store, result.collection, result.error)
@@ -390,8 +325,9 @@ def _scan_job(
                     summary.add_failure(result.store, result.collection, result.error)
                 code = EXIT_ERROR
                 continue
-            one_code = _published(result, publisher, config.job.fail_on, config.output.formats, summary, one=False)
-            code = max(code, one_code)
+            code = max(code, _published(result, publisher, config.job.fail_on, config.output.formats, summary, one))
+    if one:
+        return code
     output_dir = config.resolve(config.output.dir)
     assert output_dir is not None
     paths = [str(path) for path in publisher.write_summary(output_dir)]

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from vdbguard.cache import writable_dir
-from vdbguard.config import JobConfig, StoreSettings, Suppression
+from vdbguard.config import JobConfig, StoreSettings, Suppression, is_pattern
 from vdbguard.credentials import redact_location, scrub
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import ProgressSink
@@ -36,14 +36,10 @@ if TYPE_CHECKING:
     from vdbguard.detectors.shared import WorkerSlot
     from vdbguard.scan.settings import ScanSettings
 
-GLOB_CHARACTERS = "*?["
+Folders = Literal["store", "collection", "none"]
 SHOWN_NAMES = 50  # existing collections an error names at most
 log = logging.getLogger(__name__)
-
-
-def is_pattern(name: str) -> bool:
-    """Whether a collection as a job or ``--collection`` names it is a shell-style glob."""
-    return any(character in name for character in GLOB_CHARACTERS)
+plan = logging.getLogger("vdbguard.scan.plan")
 
 
 def match_collections(patterns: Sequence[str], existing: Sequence[str], where: str) -> list[str]:
@@ -104,15 +100,16 @@ def run_job(
     progress: ProgressSink | None = None,
     today: date | None = None,
     on_failure: Callable[[str, str, float], None] | None = None,
-    store_folders: bool = True,
+    folders: Folders = "store",
 ) -> Iterator[CollectionResult | CollectionFailure]:
     """Scan every collection of the job in turn, yielding each one's report once it is written, or its failure:
     one collection's error never stops the others (a Ctrl-C does).
 
     Suppressions that expired before ``today`` no longer apply (``config.expired_suppressions`` lists them).
     ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before it is yielded.
-    ``store_folders=False`` writes each collection's reports to ``<output.dir>/<collection>/``, without the store's
-    folder (``scan --collection PATTERN``, which names one store).
+    ``folders``: where each collection's reports go in ``output.dir``: ``store/collection/`` (a job file's),
+    ``collection/`` (`scan --collection PATTERN`, which names one store), or ``none``, ``output.dir`` itself (`scan`
+    of one collection by name).
     """
     from vdbguard.detectors.shared import WorkerSlot
     from vdbguard.scan.settings import ScanSettings
@@ -122,7 +119,7 @@ def run_job(
     scan_settings = ScanSettings.from_job(config)
     job = config.job
     plan = [(store, _collections_of(config, store)) for store in config.stores]
-    _check_output_folders(config, plan, store_folders)
+    _check_output_folders(config, plan, folders)
     if job.state is not None:
         writable_dir(config.resolve(job.state).parent, "the job.state folder")
     with contextlib.closing(WorkerSlot()) as detector_workers:  # one early PII detector for every collection
@@ -138,7 +135,7 @@ def run_job(
                         suppressions,
                         progress,
                         detector_workers,
-                        store_folders,
+                        folders,
                     )
                 except Exception as exc:
                     log.debug("scan of %s/%s failed", store.label, collection, exc_info=True)
@@ -157,13 +154,13 @@ def _scan_one(
     suppressions: list[Suppression],
     progress: ProgressSink | None,
     detector_workers: WorkerSlot,
-    store_folders: bool,
+    folders: Folders,
 ) -> tuple[Report, Path]:
     """One collection of the job scanned, its suppressions applied and its reports written."""
     from vdbguard.connectors import load_connector
     from vdbguard.embedders import DEFAULT_EMBEDDER
     from vdbguard.scan.distributed import RayExecutor
-    from vdbguard.scan.run import resolve_embedder, scan_collection
+    from vdbguard.scan.run import AUTO_EMBEDDER, resolve_embedder, scan_collection
     from vdbguard.scan.settings import ScanTarget
 
     job = config.job
@@ -173,6 +170,8 @@ def _scan_one(
         connector = connector_cls(**settings)
     with connector:
         model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
+        if model is not None and job.embedder == AUTO_EMBEDDER:
+            plan.info("Identified the embedder from the stored vectors: %s", model.name)
         executor = RayExecutor(job.workers, job.ray_address) if job.executor == "ray" else None
         report = scan_collection(
             connector,
@@ -184,22 +183,9 @@ def _scan_one(
             detector_workers=detector_workers,
             suppressions=suppressions,
         )
-    out = _output_dir(config, store, collection, store_folders)
+    out = _output_dir(config, store, collection, folders)
     write_reports(report, out, config.output.formats)
     return report, out
-
-
-@contextlib.contextmanager
-def failure_reported(
-    on_failure: Callable[[str, str, float], None] | None, store: str, collection: str, started: float
-) -> Iterator[None]:
-    """``on_failure(store, collection, seconds)`` hears of whatever fails inside, which is then raised."""
-    try:
-        yield
-    except BaseException:
-        if on_failure is not None:
-            on_failure(store, collection, time.monotonic() - started)
-        raise
 
 
 def _collections_of(config: JobConfig, store: StoreSettings) -> list[str]:
@@ -223,17 +209,17 @@ def _settings_checked(store: StoreSettings) -> Iterator[None]:
         raise VdbguardError(
             f"store {store.label!r}: the {store.connector} connector rejected its settings: "
             f"{scrub(str(exc), _secrets(store))}",
-            "check [stores.options] against the connector's settings",
+            "check the connector's settings ([stores.options], or scan's --option pairs)",
         ) from exc
 
 
-def _check_output_folders(config: JobConfig, plan: list[tuple[StoreSettings, list[str]]], store_folders: bool) -> None:
+def _check_output_folders(config: JobConfig, plan: list[tuple[StoreSettings, list[str]]], folders: Folders) -> None:
     """Every report folder writable before the first scan, and each collection's its own: two names that differ
     only in characters a folder name cannot hold ("a b", "a_b") would overwrite each other's reports."""
     owners: dict[Path, str] = {}
     for store, collections in plan:
         for collection in collections:
-            out, name = _output_dir(config, store, collection, store_folders), f"{store.label}/{collection}"
+            out, name = _output_dir(config, store, collection, folders), f"{store.label}/{collection}"
             if out in owners:
                 raise VdbguardError(
                     f"collections {owners[out]!r} and {name!r} would write their reports to one folder, {out}",
@@ -243,10 +229,12 @@ def _check_output_folders(config: JobConfig, plan: list[tuple[StoreSettings, lis
             writable_dir(out, "output.dir")
 
 
-def _output_dir(config: JobConfig, store: StoreSettings, collection: str, store_folders: bool = True) -> Path:
+def _output_dir(config: JobConfig, store: StoreSettings, collection: str, folders: Folders) -> Path:
     base = config.resolve(config.output.dir)
     assert base is not None
-    return base / _safe(store.label) / _safe(collection) if store_folders else base / _safe(collection)
+    if folders == "none":
+        return base
+    return base / _safe(store.label) / _safe(collection) if folders == "store" else base / _safe(collection)
 
 
 def _safe(name: str) -> str:

@@ -7,9 +7,7 @@ textfile, keeping the last success), and every collection of a run is ranked in 
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -19,7 +17,7 @@ from vdbguard.config import JobConfig, Suppression
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Report
 from vdbguard.reports.store_summary import StoreSummary
-from vdbguard.scan.job import CollectionResult, failure_reported
+from vdbguard.scan.job import CollectionResult
 from vdbguard.scan.state import ScanStore
 
 log = logging.getLogger(__name__)
@@ -36,8 +34,8 @@ class Publisher:
     store_summary: StoreSummary = field(default_factory=StoreSummary)
 
     @classmethod
-    def for_job(cls, config: JobConfig, webhook: str | None) -> Publisher:
-        return cls(config.resolve(config.output.metrics_file), webhook, per_collection=True)
+    def for_job(cls, config: JobConfig, webhook: str | None, per_collection: bool = True) -> Publisher:
+        return cls(config.resolve(config.output.metrics_file), webhook, per_collection)
 
     def metrics_path(self, store: str, collection: str) -> Path | None:
         if self.metrics_file is None or not self.per_collection:
@@ -67,10 +65,6 @@ class Publisher:
             write_metrics(path, None, collection=collection, duration_s=seconds)
         except VdbguardError as exc:
             log.warning("%s", exc)
-
-    def failure_marked(self, store: str, collection: str) -> contextlib.AbstractContextManager[None]:
-        """Whatever fails inside, from a bad flag to the scan itself, is marked in the textfile, then raised."""
-        return failure_reported(self.failed, store, collection, time.monotonic())
 
     def write_summary(self, out: Path) -> list[Path]:
         """store-summary.json and .md, written into ``out``."""

@@ -40,6 +40,7 @@ from vdbguard.scan.settings import ScanSettings, ScanTarget
 from vdbguard.scan.state import ScanStore, target_key, verdict_key
 from vdbguard.scan.suppressions import apply_suppressions
 
+_EMPTY_POLICY = {"allow": {"values": [], "patterns": [], "records": []}, "severity": {}}
 AUTO_EMBEDDER = "auto"
 STORE_EMBEDDER = "store"
 
@@ -163,25 +164,26 @@ def _scan(
         detector_key,
     )
     training = PROFILES[settings.profile] if isinstance(settings.profile, str) else settings.profile
-    key = verdict_key(
-        {
-            "vdbguard": version("vdbguard"),
-            "embedder": STORE_EMBEDDER if embedder is None else [embedder.name, embedder.files_digest],
-            "dimension": info.dimension,
-            "attacks": [
-                (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in settings.attack_names
-            ],
-            "profile": asdict(training),
-            "detector": detector_key,
-            "calibration": [calibration.mode, calibration.sample, calibration.target_fpr]
-            + ([] if persisted else [str(calibration.load_from)]),
-            "fused": settings.fused,
-            "masked": settings.mask_pii,
-            "policy": None if settings.policy is None else settings.policy.settings(),
-            "deep": [list(settings.deep_attack_names), settings.deep_budget[0], settings.deep_record_seconds],
-            "kinds": sorted(settings.finding_kinds),
-        }
-    )
+    verdict_settings = {
+        "vdbguard": version("vdbguard"),
+        "embedder": STORE_EMBEDDER if embedder is None else [embedder.name, embedder.files_digest],
+        "dimension": info.dimension,
+        "attacks": [
+            (name, load_attack_class(name, (embedder or Embedder()).name).version) for name in settings.attack_names
+        ],
+        "profile": asdict(training),
+        "detector": detector_key,
+        "calibration": [calibration.mode, calibration.sample, calibration.target_fpr]
+        + ([] if persisted else [str(calibration.load_from)]),
+        "fused": settings.fused,
+        "masked": settings.mask_pii,
+        "policy": None if settings.policy is None else settings.policy.settings(),
+        "deep": [list(settings.deep_attack_names), settings.deep_budget[0], settings.deep_record_seconds],
+        "kinds": sorted(settings.finding_kinds),
+    }
+    key = verdict_key(verdict_settings)
+    if settings.policy is None and settings.state_path is not None:  # jobs once keyed their empty policy as such
+        state().adopt_key(state_target, verdict_key({**verdict_settings, "policy": _EMPTY_POLICY}), key)
     built: BuiltScanner | None = None
 
     def build() -> Scanner:

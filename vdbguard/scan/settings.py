@@ -1,7 +1,7 @@
 """How to scan one collection: what ``scan_collection(connector, target, settings)`` takes.
 
-Its defaults are the job file's (``vdbguard.config.job_default``). A job file builds it with ``ScanSettings.from_job``,
-`vdbguard scan`'s flags with ``ScanSettings.from_flags``, Python callers directly (``ScanSettings(profile="small")``).
+Its defaults are the job file's (``vdbguard.config.job_default``). A job (a job file's, or the one `vdbguard scan`'s
+flags describe) builds it with ``ScanSettings.from_job``, Python callers directly (``ScanSettings(profile="small")``).
 What only exists at run time (the embedder, progress, a Ray executor, a job's detector worker) stays an argument of
 ``scan_collection`` itself.
 """
@@ -33,6 +33,13 @@ class ConfigPolicy:
 
     allow: AllowList
     severity_by_type: Mapping[PiiType, Severity]
+
+    @classmethod
+    def of_job(cls, config: JobConfig) -> ConfigPolicy | None:
+        """The job's policy; None where it changes nothing (no allow list, no severity of its own)."""
+        if config.allow == AllowList() and not config.severity.by_type:
+            return None
+        return cls(config.allow, config.severity.by_type)
 
     def allows_value(self, value: str) -> bool:
         return self.allow.allows_value(value)
@@ -106,42 +113,20 @@ class ScanSettings:
             batch_size=job.batch_size,
             state_path=config.resolve(job.state),
             mask_pii=not config.output.show_pii,
-            calibration=CalibrationOptions(job.owner_calibration, job.calibration_sample, job.target_fpr),
+            calibration=CalibrationOptions(
+                job.owner_calibration,
+                job.calibration_sample,
+                job.target_fpr,
+                config.resolve(job.save_calibration),
+                config.resolve(job.load_calibration),
+            ),
             fused=job.verdict == "fused",
             sample=attacks.sample,
             deep_attack_names=attacks.deep,
             deep_budget=(attacks.deep_sample, attacks.deep_max_records, attacks.deep_max_seconds),
             deep_record_seconds=attacks.deep_record_seconds,
-            policy=ConfigPolicy(config.allow, config.severity.by_type),
+            policy=ConfigPolicy.of_job(config),
             finding_kinds=job.findings,
             detector=config.detector.name,
             detector_settings=config.detector_settings(),
-        )
-
-    @classmethod
-    def from_flags(cls, flags: Mapping[str, Any], detector_settings: DetectorSettings | None = None) -> ScanSettings:
-        """How `vdbguard scan` scans its one collection, from the command's parameters. Unlike a job's: it may save
-        or load a calibration, and it has no allow list or severity policy (``policy`` None, as its state keys
-        have always said)."""
-        return cls(
-            attack_names=flags["attack_names"] or DEFAULT_ATTACKS,
-            profile=flags["profile"],
-            batch_size=flags["batch_size"],
-            state_path=flags["state"],
-            mask_pii=not flags["show_pii"],
-            calibration=CalibrationOptions(
-                flags["owner_calibration"],
-                flags["calibration_sample"],
-                flags["target_fpr"],
-                flags["save_calibration"],
-                flags["load_calibration"],
-            ),
-            fused=flags["verdict"] == "fused",
-            sample=flags["sample"],
-            deep_attack_names=flags["deep_attack_names"],
-            deep_budget=(flags["deep_sample"], flags["deep_max_records"], flags["deep_max_seconds"]),
-            deep_record_seconds=flags["deep_record_seconds"],
-            finding_kinds=flags["findings"],
-            detector=DEFAULT_DETECTOR if detector_settings is None else detector_settings.detector.name,
-            detector_settings=detector_settings,
         )

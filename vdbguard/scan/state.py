@@ -397,6 +397,17 @@ class ScanStore:
         return [r for t in sorted(targets) if (r := self.latest_report(t, with_findings=True)) is not None]
 
     @reads("runs")
+    def adopt_key(self, target: str, old: str, new: str) -> None:
+        """Records judged under ``old``, a key an earlier version gave the same settings, keep their verdicts under
+        ``new``: a re-scan carries them over instead of attacking them again."""
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM runs WHERE target = ? AND verdict_key = ?", (target, old)).fetchone() is None:
+                return
+            log.info("the verdicts of %s are kept under this version's key for the same settings", target)
+            db.execute("UPDATE runs SET verdict_key = ? WHERE target = ? AND verdict_key = ?", (new, target, old))
+            db.execute("UPDATE records SET verdict_key = ? WHERE target = ? AND verdict_key = ?", (new, target, old))
+
+    @reads("runs")
     def begin(self, target: str, key: str, content_version: str | None = None) -> Run:
         """Resume this target's unfinished run if it has the same verdict key; otherwise start a new run.
 
