@@ -171,21 +171,27 @@ def test_one_collection_that_fails_stops_no_other_and_is_named_in_the_summary(
 def test_one_collection_by_name_and_a_pattern_share_the_state_and_keep_what_an_earlier_key_judged(
     three_collections: Path, small_attacks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A scan's flags make one job, whether --collection names one collection or several; before, a job keyed its
-    empty allow list and severity policy apart from a one-collection scan's none, and those verdicts are kept."""
-    from vdbguard.scan.settings import ConfigPolicy
+    """A scan's flags make one job, whether --collection names one collection or several. Before, a job keyed its
+    empty allow list and severity policy apart from a one-collection scan's none, and `scan` keyed a store by its
+    --path as written: the verdicts a state keeps under those keys are kept."""
+    from vdbguard.scan.settings import ConfigPolicy, ScanTarget
 
     state = tmp_path / "state.sqlite"
-    with monkeypatch.context() as patch:  # the key jobs gave their empty policy before
+    monkeypatch.chdir(three_collections.parent)
+    with monkeypatch.context() as patch:  # the keys of before
         patch.setattr(ConfigPolicy, "of_job", classmethod(lambda cls, config: cls(config.allow, {})))
-        code, output, _ = scan(three_collections, "notes_*", tmp_path / "before", "--state", str(state))
+        written = classmethod(lambda cls, config, store: cls(store.connector, str(config.resolve(store.path))))
+        patch.setattr(ScanTarget, "of_store", written)
+        code, output, _ = scan(Path(three_collections.name), "notes_*", tmp_path / "before", "--state", str(state))
     assert code == 1 and "attacked 24 new or changed records" in output and "attacked 8 new" in output, output
-    code, output, _ = scan(three_collections, "notes_hr", tmp_path / "one", "--state", str(state))
+    code, output, _ = scan(Path(three_collections.name), "notes_hr", tmp_path / "one", "--state", str(state))
     assert code == 1 and "attacked 0 new or changed records, carried 24 over" in output, output
     assert report_in(tmp_path / "one").summary == report_in(tmp_path / "before" / "notes_hr").summary
-    code, output, _ = scan(three_collections, "*", tmp_path / "all", "--state", str(state))
+    code, output, _ = scan(Path(three_collections.name), "*", tmp_path / "all", "--state", str(state))
     assert output.count("attacked 0 new or changed records") == 2, "the notes carried over"
     assert "attacked 24 new or changed records, carried 0 over" in output, "tickets, never scanned, attacked"
+    code, output, _ = scan(three_collections, "*", tmp_path / "absolute", "--state", str(state))
+    assert output.count("attacked 0 new or changed records") == 3, "a store is one target however its path is written"
 
 
 def test_a_calibration_folder_is_for_one_collection(three_collections: Path, tmp_path: Path) -> None:
@@ -193,3 +199,28 @@ def test_a_calibration_folder_is_for_one_collection(three_collections: Path, tmp
         code, output, _ = scan(three_collections, "notes_*", tmp_path / "out", flag, str(tmp_path))
         assert code == 2 and f"({flag}) is for a job of one collection" in output, output
         assert not (tmp_path / "out").exists(), "refused before anything is scanned"
+
+
+def test_a_scan_of_one_collection_of_several_and_of_a_job_file_take_one_run_path(
+    three_collections: Path, small_attacks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scan`'s flags build a job as a job file does, and every job runs through `run_job`: the settings and their
+    defaults live in one schema, the job file's."""
+    from vdbguard.config import JobConfig
+    from vdbguard.scan import job
+
+    jobs: list[JobConfig] = []
+    run_job = job.run_job
+    monkeypatch.setattr(job, "run_job", lambda config, **kw: jobs.append(config) or run_job(config, **kw))
+    job_file = tmp_path / "vdbguard.toml"
+    job_file.write_text(
+        f'[job]\nprofile = "small"\n[[stores]]\nconnector = "chroma"\npath = "{three_collections}"\n'
+        f'collections = ["notes_hr"]\n[output]\ndir = "{tmp_path / "job"}"\n'
+    )
+    assert scan(three_collections, "notes_hr", tmp_path / "one")[0] == 1
+    assert scan(three_collections, "notes_*", tmp_path / "several")[0] == 1
+    result = CliRunner().invoke(main, ["scan", "--config", str(job_file)])
+    assert result.exit_code == 1, result.output
+    assert [config.stores[0].collections for config in jobs] == [["notes_hr"], ["notes_*"], ["notes_hr"]]
+    assert jobs[0].job == jobs[2].job.model_copy(update={"name": jobs[0].job.name}), "same settings, same job"
+    assert report_in(tmp_path / "one").summary == report_in(tmp_path / "job" / "chroma" / "notes_hr").summary

@@ -35,6 +35,7 @@ from vdbguard.credentials import (
     remember_settings,
     split_userinfo,
 )
+from vdbguard.embedders.loading import DEFAULT_EMBEDDER
 from vdbguard.errors import VdbguardError
 from vdbguard.identifiers import DetectorSettings, IdentifierTables
 from vdbguard.pii import AnyPiiType, PiiType, pii_type_of
@@ -108,8 +109,11 @@ class JobSettings(_Strict):
         description="SQLite state file (relative to this file). Re-runs attack only new or changed records, "
         "carry the rest over and resolve findings of deleted records; a killed run resumes. Default: none.",
     )
-    embedder: str | None = Field(
-        default=None, description="Model that made the vectors, 'auto' or 'store' (see `vdbguard scan --help`)."
+    embedder: str = Field(
+        default=DEFAULT_EMBEDDER,
+        description="Model that made the vectors (a packaged name or local path); 'auto' to identify it from the "
+        "vectors; 'store' for a model that cannot run here (an API model): the scan learns the store's space from "
+        "records that keep their text (owner-side calibration) and maps the packaged attacks into it.",
     )
     profile: Literal["default", "small"] = "default"
     verdict: Literal["fused", "any"] = Field(

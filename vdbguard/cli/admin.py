@@ -9,8 +9,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from vdbguard.cli.common import friendly_errors, print_table, profile_option, progress, say
+from vdbguard.cli.common import embedder_option, friendly_errors, job_option, print_table, profile_option, progress, say
 from vdbguard.cli.help import Command, Group
+from vdbguard.config import AttackSettings
 from vdbguard.embedders import DEFAULT_EMBEDDER
 
 
@@ -140,21 +141,11 @@ connectors = _plugin_list(
 
 
 @click.command(cls=Command)
-@click.option(
-    "--embedder",
-    default=DEFAULT_EMBEDDER,
-    show_default=True,
-    help="Model the scheduled scans will name with --embedder (a packaged name or a local path).",
-)
-@click.option(
-    "--attack",
-    "attack_names",
-    multiple=True,
-    help="Attack the scans will run (repeatable). Default: pii-probe and bag-of-words.",
-)
+@embedder_option("Model the scheduled scans will name with --embedder (a packaged name or a local path).")
+@job_option(AttackSettings, "fast", "--attack", everyday=True, help="Attack the scans will run (repeatable).")
 @profile_option()
 @friendly_errors
-def warmup(embedder: str, attack_names: tuple[str, ...], profile: str) -> None:
+def warmup(embedder: str, fast: tuple[str, ...], profile: str) -> None:
     """Train ahead what a scan with these settings would train on its first run, so a scheduled job does not.
 
     The packaged MiniLM ships trained: it has nothing to do. Another model trains once (minutes to an hour on a
@@ -166,10 +157,9 @@ def warmup(embedder: str, attack_names: tuple[str, ...], profile: str) -> None:
       vdbguard warmup --embedder ./models/my-sentence-transformer
       VDBGUARD_CACHE_DIR=/var/cache/vdbguard vdbguard warmup --embedder all-mpnet-base-v2
     """
-    from vdbguard.attacks import DEFAULT_ATTACKS
     from vdbguard.embedders import Embedder
     from vdbguard.scan.run import warm_up
 
     with progress() as bars:
-        folders = warm_up(Embedder(embedder), attack_names or DEFAULT_ATTACKS, profile, progress=bars)
+        folders = warm_up(Embedder(embedder), fast, profile, progress=bars)
     say("trained models for this embedder: " + ", ".join(escape(str(folder)) for folder in folders), "warmed_up")

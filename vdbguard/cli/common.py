@@ -151,6 +151,11 @@ def job_option(
     return (click.option if everyday else advanced)(flag or "--" + field.replace("_", "-"), field, **options)
 
 
+def embedder_option(help: str) -> Callable[[F], F]:
+    """--embedder, a scan's default: the model that made (or makes) the vectors."""
+    return click.option("--embedder", default=job_default(JobSettings, "embedder"), show_default=True, help=help)
+
+
 def exit_code(report: Report, fail_on: str) -> int:
     if fail_on == "never":
         return EXIT_CLEAN

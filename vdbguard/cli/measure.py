@@ -14,6 +14,7 @@ from rich.markup import escape
 from vdbguard.cli.common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
+    embedder_option,
     fail_on_option,
     friendly_errors,
     open_connector,
@@ -28,7 +29,7 @@ from vdbguard.cli.common import (
 )
 from vdbguard.cli.help import Command, advanced
 from vdbguard.credentials import redact_location, strip_userinfo
-from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
+from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Severity
 
@@ -41,7 +42,7 @@ _DEFENSE_ATTACK_HELP = (
 
 @click.command(cls=Command)
 @store_options
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that made the vectors ('auto').")
+@embedder_option("Model that made the vectors ('auto').")
 @click.option(
     "--sample-size",
     type=click.IntRange(1),
@@ -158,7 +159,7 @@ def audit(
 @click.option(
     "--data", type=click.Path(path_type=Path), required=True, help='Held-out JSONL: {"text": ..., "names": [...]}'
 )
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model whose embeddings are attacked.")
+@embedder_option("Model whose embeddings are attacked.")
 @click.option(
     "--attack",
     "attack_name",
@@ -210,7 +211,7 @@ defense_options = options(
         is_flag=True,
         help="Only slot-search and bag-of-words (minutes, not hours): a lower bound on leakage, said so in the output.",
     ),
-    click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, help="Model that embeds the data."),
+    embedder_option("Model that embeds the data."),
     profile_option(),
     click.option(
         "--attack-limit",

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from vdbguard.cli.common import (
     console,
+    embedder_option,
     exit_code,
     fail_on_option,
     friendly_errors,
@@ -29,7 +30,7 @@ from vdbguard.cli.common import (
 )
 from vdbguard.cli.help import Command, Group, advanced
 from vdbguard.credentials import redact_location
-from vdbguard.embedders import DEFAULT_EMBEDDER, Embedder
+from vdbguard.embedders import Embedder
 from vdbguard.reports.schema import Report, Severity
 
 
@@ -62,11 +63,8 @@ class _TransformOption(click.Option):
 )
 @click.option("--in-place", is_flag=True, help="Overwrite --collection itself (needs --yes).")
 @click.option("--yes", is_flag=True, help="Confirm --in-place.")
-@click.option(
-    "--embedder",
-    default=DEFAULT_EMBEDDER,
-    show_default=True,
-    help="Model that made the vectors: redact embeds with it; the scans take 'auto' and 'store' too (scan --help).",
+@embedder_option(
+    "Model that made the vectors: redact embeds with it; the scans take 'auto' and 'store' too (scan --help)."
 )
 @click.option(
     "--payload",
@@ -225,12 +223,9 @@ subject_options = options(
     click.option("--name", help="The person's full name, as it would be written in a record."),
     click.option("--email", help="The person's email address."),
     click.option("--phone", help="The person's phone number (matched on its digits)."),
-    click.option(
-        "--embedder",
-        default=DEFAULT_EMBEDDER,
-        show_default=True,
-        help="Model that made the vectors ('auto' to identify it; 'store' for one that cannot run here: "
-        "payload search only).",
+    embedder_option(
+        "Model that made the vectors ('auto' to identify it; 'store' for one that cannot run here: "
+        "payload search only)."
     ),
     click.option(
         "--attack",

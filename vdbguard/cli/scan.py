@@ -37,7 +37,6 @@ from vdbguard.cli.common import (
 )
 from vdbguard.cli.help import Command, advanced
 from vdbguard.config import AttackSettings, JobSettings, OutputSettings, job_default
-from vdbguard.embedders import DEFAULT_EMBEDDER
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
 
@@ -77,14 +76,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     "`vdbguard config init` writes one). The other flags are then not used.",
 )
 @functools.partial(store_options, required=False)
-@click.option(
-    "--embedder",
-    default=DEFAULT_EMBEDDER,
-    show_default=True,
-    help="Model that made the vectors (a packaged name or local path); 'auto' to identify it from the vectors; "
-    "'store' for a model that cannot run here (an API model): the scan learns the store's space from records "
-    "that keep their text (owner-side calibration) and maps the packaged attacks into it.",
-)
+@job_option(JobSettings, "embedder", everyday=True)
 @job_option(
     AttackSettings, "fast", "--attack", everyday=True, help="Attack to run (repeatable; see `vdbguard attacks list`)."
 )

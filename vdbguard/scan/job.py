@@ -158,7 +158,6 @@ def _scan_one(
 ) -> tuple[Report, Path]:
     """One collection of the job scanned, its suppressions applied and its reports written."""
     from vdbguard.connectors import load_connector
-    from vdbguard.embedders import DEFAULT_EMBEDDER
     from vdbguard.scan.distributed import RayExecutor
     from vdbguard.scan.run import AUTO_EMBEDDER, resolve_embedder, scan_collection
     from vdbguard.scan.settings import ScanTarget
@@ -169,7 +168,7 @@ def _scan_one(
     with _settings_checked(store):
         connector = connector_cls(**settings)
     with connector:
-        model = resolve_embedder(connector, job.embedder or DEFAULT_EMBEDDER)
+        model = resolve_embedder(connector, job.embedder)
         if model is not None and job.embedder == AUTO_EMBEDDER:
             plan.info("Identified the embedder from the stored vectors: %s", model.name)
         executor = RayExecutor(job.workers, job.ray_address) if job.executor == "ray" else None

@@ -157,6 +157,9 @@ def _scan(
             "drop --owner-calibration off",
         )
     state_target = target_key(connector_name, safe_location, info.name)
+    if target.former_location is not None and settings.state_path is not None:
+        former = target_key(connector_name, target.former_location, info.name)
+        _adopt_target(state(), settings.state_path, former, state_target, detector_key)
     calibration, persisted = _calibration_in_state(
         settings.calibration if embedder else replace(settings.calibration, mode="on"),
         settings.state_path,
@@ -303,11 +306,24 @@ def _calibration_in_state(
     detector's labels, so another detector version fits it anew."""
     if state_path is None or calibration.mode == "off" or calibration.load_from or calibration.save_to:
         return calibration, False
-    keyed = json.dumps([target, detector_key])
-    folder = state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(keyed.encode()).hexdigest()[:12]
+    folder = _calibration_folder(state_path, target, detector_key)
     if has_saved_calibration(folder):
         return replace(calibration, load_from=folder), True
     return replace(calibration, save_to=folder), True
+
+
+def _calibration_folder(state_path: Path, target: str, detector_key: list[str | int]) -> Path:
+    keyed = json.dumps([target, detector_key])
+    return state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(keyed.encode()).hexdigest()[:12]
+
+
+def _adopt_target(state: ScanStore, state_path: Path, former: str, target: str, detector_key: list[str | int]) -> None:
+    """A state that keyed this store by the path as written keeps its runs, verdicts and calibration under the
+    absolute path. Records are matched by their digests as ever, so whatever differs is attacked again."""
+    if state.adopt_target(former, target):
+        old, new = (_calibration_folder(state_path, key, detector_key) for key in (former, target))
+        if old.is_dir() and not new.exists():
+            old.rename(new)
 
 
 @dataclass(frozen=True)

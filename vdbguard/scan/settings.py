@@ -8,6 +8,7 @@ What only exists at run time (the embedder, progress, a Ray executor, a job's de
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,11 +62,18 @@ class ScanTarget:
 
     connector_name: str
     location: str
+    former_location: str | None = None
 
     @classmethod
     def of_store(cls, config: JobConfig, store: StoreSettings) -> ScanTarget:
-        """A job file's store, its path relative to the file."""
-        return cls(store.connector, str(config.resolve(store.path) or store.url))
+        """A job's store: its URL, or its path absolute and normalised (a job file's is relative to the file,
+        `scan`'s to the working folder), so that a store is one target whichever way it was named.
+        ``former_location``: how a state keyed it before, where that differs."""
+        if store.path is None:
+            return cls(store.connector, str(store.url))
+        location = os.path.normpath(config.base_dir.resolve() / store.path)
+        former = str(config.resolve(store.path))
+        return cls(store.connector, location, None if former == location else former)
 
 
 @dataclass(frozen=True)

@@ -397,6 +397,20 @@ class ScanStore:
         return [r for t in sorted(targets) if (r := self.latest_report(t, with_findings=True)) is not None]
 
     @reads("runs")
+    def adopt_target(self, former: str, target: str) -> bool:
+        """Runs and records kept under ``former``, a key an earlier version gave this target, move to ``target``
+        when it has none of its own; whether they did."""
+        with self._transaction() as db:
+            if former == target or db.execute("SELECT 1 FROM runs WHERE target = ?", (target,)).fetchone():
+                return False
+            if db.execute("SELECT 1 FROM runs WHERE target = ?", (former,)).fetchone() is None:
+                return False
+            log.info("the runs of %s are kept under its absolute path, %s", former, target)
+            db.execute("UPDATE runs SET target = ? WHERE target = ?", (target, former))
+            db.execute("UPDATE records SET target = ? WHERE target = ?", (target, former))
+            return True
+
+    @reads("runs")
     def adopt_key(self, target: str, old: str, new: str) -> None:
         """Records judged under ``old``, a key an earlier version gave the same settings, keep their verdicts under
         ``new``: a re-scan carries them over instead of attacking them again."""
