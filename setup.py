@@ -19,6 +19,7 @@ setup(
             "trained-*/*.json",
             "trained-*/*/*",
             "ner-person/*",
+            "person-tagger/*",
         ],
         "vdbguard.reports": ["templates/*.j2"],
     },

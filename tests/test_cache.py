@@ -65,7 +65,7 @@ def test_scratch_folders_of_gone_processes_are_deleted_and_no_others(tmp_path: P
     assert not live.path.exists()
 
 
-STALE = "the first-run cache is stale: run scripts/build_first_run_cache.py and commit vdbguard/data"
+STALE = "the first-run cache is stale: run pipelines/build_first_run_cache.py and commit vdbguard/data"
 
 
 def test_a_first_run_computes_nothing_the_package_ships_and_what_ships_is_right(
@@ -84,7 +84,7 @@ def test_a_first_run_computes_nothing_the_package_ships_and_what_ships_is_right(
     from vdbguard.embedders import Embedder
     from vdbguard.embedders.loading import same_probe_embeddings
 
-    script = Path(__file__).parents[1] / "scripts" / "build_first_run_cache.py"
+    script = Path(__file__).parents[1] / "pipelines" / "build_first_run_cache.py"
     spec = importlib.util.spec_from_file_location("build_first_run_cache", script)
     assert spec is not None and spec.loader is not None
     build = importlib.util.module_from_spec(spec)

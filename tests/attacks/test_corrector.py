@@ -1,7 +1,7 @@
 """The universal corrector on a tiny configuration of the real decoder and embedder (no mocks).
 
 Four training steps of a rank-2 LoRA on 16 pairs prove the pipeline trains, resumes, saves, reloads and plugs
-into ``refine``; how much a fully trained corrector helps is measured by ``benchmarks/train_corrector.py``.
+into ``refine``; how much a fully trained corrector helps is measured by ``pipelines/train_corrector.py``.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def test_the_accelerator_script_trains_from_pairs_files_and_keeps_float16_weight
     with gzip.open(source, "wt") as handle:
         handle.writelines(json.dumps(asdict(pair)) + "\n" for pair in pairs)
     out = tmp_path / "out"
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "train_corrector_gpu.py"
+    script = Path(__file__).resolve().parents[2] / "pipelines" / "train_corrector_gpu.py"
     command = [sys.executable, str(script), "--pairs", str(source), "--out", str(out), "--device", "cpu"]
     command += ["--rank", "2", "--steps", "2", "--batch-size", "4", "--validation-share", "0.3"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)

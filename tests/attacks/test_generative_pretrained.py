@@ -126,7 +126,7 @@ def test_the_accelerator_script_trains_on_the_cpu_and_keeps_loadable_weights(tmp
     with gzip.open(texts, "wt") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in rows)
     out, packed = tmp_path / "out", tmp_path / "minilm.tar"
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "train_generative_gpu.py"
+    script = Path(__file__).resolve().parents[2] / "pipelines" / "train_generative_gpu.py"
     pack = [sys.executable, str(script), "pack", "--embedder", "all-MiniLM-L6-v2", "--out", str(packed)]
     assert subprocess.run(pack, capture_output=True, text=True, timeout=600).returncode == 0
     spec = importlib.util.spec_from_file_location("train_generative_gpu", script)

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from vdbguard.cli import main
 
-STALE = "the packaged models are stale: run benchmarks/package_fast_tier.py and commit vdbguard/data/trained-minilm"
+STALE = "the packaged models are stale: run pipelines/package_fast_tier.py and commit vdbguard/data/trained-minilm"
 
 
 def test_warmup_on_a_cold_cache_finds_the_packaged_minilm_models(

@@ -53,7 +53,7 @@ def shipped() -> T.PersonTagger:
 
 
 def test_the_shipped_tagger_was_trained_over_the_installed_encoder_and_todays_features(shipped: T.PersonTagger) -> None:
-    """Stale otherwise: retrain with benchmarks/train_person_tagger.py and commit vdbguard/data/person-tagger."""
+    """Stale otherwise: retrain with pipelines/train_person_tagger.py and commit vdbguard/data/person-tagger."""
     training = shipped.training
     assert training["base_weights"] == T.base_weights_hash()
     assert training["featurisation"] == T.featurisation(name_gazetteer())
@@ -61,7 +61,7 @@ def test_the_shipped_tagger_was_trained_over_the_installed_encoder_and_todays_fe
 
 
 def test_the_frames_it_was_trained_on_are_the_trainers_today() -> None:
-    frames = Path(__file__).resolve().parents[2] / "benchmarks" / "person_frames.json"
+    frames = Path(__file__).resolve().parents[2] / "pipelines" / "person_frames.json"
     training = json.loads((T.TAGGER_DIR / "training.json").read_text())
     digest = hashlib.sha256(frames.read_bytes()).hexdigest()[:16]
     assert training["frames"] == digest, "retrain: the trainer's frames changed since the shipped tagger"

@@ -32,7 +32,7 @@ Universal correction (``correct_rounds``, off by default), after the polish: the
 :mod:`vdbguard.attacks.corrector` (SmolLM2 + LoRA, trained once for every embedder; it reads only cosines and
 per-word marks) rewrites the best guess ``correct_candidates`` ways per round; the target embedder scores the
 rewrites and one is kept only if it is closer. ``corrector_path`` names weights that
-``benchmarks/train_corrector.py`` saved; empty means the ones packaged with vdbguard.
+``pipelines/train_corrector.py`` saved; empty means the ones packaged with vdbguard.
 
 Conditioned proposals (``conditioned``, versions 4 and 5): when vdbguard packages a generative model for the
 embedder (:meth:`~vdbguard.attacks.generative.GenerativeInversion.pretrained`, today MiniLM's), that model first

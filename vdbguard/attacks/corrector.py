@@ -17,7 +17,7 @@ all its linear layers answers with the sentence (rank 8 on all seven linears is 
 paired with hypotheses that look like inversion output (:func:`corrupt`: words dropped, spans reordered, words
 swapped for a neighbour in the embedder's space or a random word, names broken or replaced, junk inserted,
 lower-cased; the closest of a few such corruptions is kept, as a search would; plus real gradient-inversion
-outputs in ``benchmarks/train_corrector.py``), with marks computed by the real embedder. Only the LoRA matrices
+outputs in ``pipelines/train_corrector.py``), with marks computed by the real embedder. Only the LoRA matrices
 are saved (safetensors + a JSON config).
 
 :func:`refine` is the loop an attack calls: marks by leave-one-out queries, proposals from the corrector, each
@@ -338,7 +338,7 @@ class UniversalCorrector:
             if not path.is_file():
                 raise VdbguardError(
                     "no trained corrector is packaged with this vdbguard",
-                    "train one (python benchmarks/train_corrector.py --out DIR) and load DIR/corrector.safetensors",
+                    "train one (python pipelines/train_corrector.py --out DIR) and load DIR/corrector.safetensors",
                 )
         path = Path(path)
         if not path.is_file():

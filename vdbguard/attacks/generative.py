@@ -21,7 +21,7 @@ CPU budget, and what it costs in quality:
   configuration (``vec2text``) reuses the finished model instead of retraining.
 
 Packaged model: for MiniLM, vdbguard ships a bigger model trained on an accelerator (all 30 layers, the whole
-output vocabulary, ~150,000 real sentences; ``benchmarks/train_generative_gpu.py``). ``pretrained`` finds it by
+output vocabulary, ~150,000 real sentences; ``pipelines/train_generative_gpu.py``). ``pretrained`` finds it by
 the embedder's behavioural fingerprint, and training (``trained_attacks``) uses it instead of fitting one, except
 for an adaptive attacker (protected vectors) or a corpus with the user's own texts.
 
@@ -490,7 +490,7 @@ class GenerativeInversion(Attack):
         """The model packaged with vdbguard for ``embedder`` (MiniLM or mpnet, matched by what it computes), or None.
 
         It was trained on an accelerator on ~150,000 real sentences with all 30 decoder layers and the whole
-        output vocabulary (``benchmarks/train_generative_gpu.py``), which the CPU default cannot afford."""
+        output vocabulary (``pipelines/train_generative_gpu.py``), which the CPU default cannot afford."""
         packaged = _packaged_facts()
         found = next((n for n, facts in packaged.items() if embedder.computes_like(facts["embedder_probes"])), None)
         if found is None:

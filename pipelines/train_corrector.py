@@ -7,7 +7,7 @@ budget (``--adversarial-pairs``, other sentences); cosines and leave-one-out mar
 (``--embedders``, e.g. ``all-MiniLM-L6-v2,all-mpnet-base-v2=0.2``: a name with an optional share of the corrupted
 pairs). Pairs are built in chunks cached under ``--out``, and training checkpoints there too, so an interrupted
 run resumes where it stopped (``--no-resume`` starts over). ``--pairs-only`` stops after the pairs, for training
-on an accelerator with ``benchmarks/train_corrector_gpu.py``; ``--weights FILE`` measures weights trained there.
+on an accelerator with ``pipelines/train_corrector_gpu.py``; ``--weights FILE`` measures weights trained there.
 
 Evaluation: ``AdversarialDecoding(beam_width=3, top_k=10, max_tokens=16, refine_rounds=0)`` on ``--eval-records``
 sentences (the dev split, calibration sentences of 4-22 words, or ``--eval-data``'s held-out rows), then
@@ -21,15 +21,15 @@ weights into ``vdbguard/data`` only when the trained corrector beats adversarial
 The packaged weights (BENCHMARKS.md, "Universal corrector") were trained on an H200 from pairs built here:
 
     export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
-    python benchmarks/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 24000 \
+    python pipelines/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 24000 \
         --embedders all-MiniLM-L6-v2=0.85     # stopped at 16,000 for lack of time
-    python benchmarks/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 1500 \
+    python pipelines/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 1500 \
         --embedders all-mpnet-base-v2
-    python benchmarks/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 0 \
+    python pipelines/train_corrector.py --pairs-only --out build/corrector-gpu --gradient-pairs 0 --pairs 0 \
         --adversarial-pairs 3000 [--seed 1]   # stopped at 1,175 + 200
-    python benchmarks/train_corrector_gpu.py --pairs build/corrector-gpu --out build/corrector-gpu-out \
+    python pipelines/train_corrector_gpu.py --pairs build/corrector-gpu --out build/corrector-gpu-out \
         --max-seconds 450 --batch-size 96 --lr 1e-3 --checkpoint-seconds 25
-    python benchmarks/train_corrector.py --weights build/corrector-gpu-out/corrector.safetensors \
+    python pipelines/train_corrector.py --weights build/corrector-gpu-out/corrector.safetensors \
         --eval-records 24 --eval-corrupted 16 [--ship]
 """
 
@@ -361,7 +361,7 @@ def train(args: argparse.Namespace, embedders: dict[str, Embedder]) -> tuple[Uni
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
         "threads": args.threads,
-        "command": "HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python benchmarks/train_corrector.py "
+        "command": "HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python pipelines/train_corrector.py "
         + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     }
     log(f"trained: {facts}")

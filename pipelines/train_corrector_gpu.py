@@ -1,16 +1,16 @@
 """Train the universal corrector's bigger version on an accelerator, from pairs built on the CPU.
 
-``benchmarks/train_corrector.py --pairs-only`` builds the training pairs (real training-split sentences, each with
+``pipelines/train_corrector.py --pairs-only`` builds the training pairs (real training-split sentences, each with
 an inversion-shaped hypothesis and the real embedder's cosine and leave-one-out marks); building them needs the
 embedders, training them needs only SmolLM2 and torch. This script does the second half, so it runs on a machine
 that holds nothing but torch, transformers, the ``gguf`` package and the SmolLM2 file:
 
-    python benchmarks/train_corrector_gpu.py --pairs build/corrector-gpu --device cuda --out build/corrector-gpu/out
+    python pipelines/train_corrector_gpu.py --pairs build/corrector-gpu --device cuda --out build/corrector-gpu/out
 
 Pairs whose sentence hashes into the validation share are held out whole (every hypothesis of that sentence), their
 loss is measured at each checkpoint, and the weights with the lowest one are kept and written (float16
 safetensors + JSON) as soon as they are found, so a run stopped by its time limit still leaves its best weights.
-``benchmarks/train_corrector.py --weights FILE`` then measures them on the development split.
+``pipelines/train_corrector.py --weights FILE`` then measures them on the development split.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main() -> None:
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
         "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device,
-        "command": "python benchmarks/train_corrector_gpu.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": "python pipelines/train_corrector_gpu.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     }
     weights = args.out / "corrector.safetensors"
 

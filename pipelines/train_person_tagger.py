@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/tagger/train.jsonl
     git clone https://github.com/GateNLP/broad_twitter_corpus && git clone https://github.com/leondz/emerging_entities_17
-    python benchmarks/train_person_tagger.py --train /tmp/tagger/train.jsonl --layers 4 --trained 2 --minutes 22 \\
+    python pipelines/train_person_tagger.py --train /tmp/tagger/train.jsonl --layers 4 --trained 2 --minutes 22 \\
         --conll broad_twitter_corpus/train_dev_test_conll/btc.{train,dev,test} \\
         emerging_entities_17/emerging.dev.conll emerging_entities_17/emerging.test.annotated \\
         --out vdbguard/data/person-tagger
@@ -38,8 +38,6 @@ import zlib
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from train_person_ner import TRAIN_SOURCES, is_dev, overlapping
 
 from vdbguard.detectors import tagger as T
@@ -56,13 +54,13 @@ class Fill:
     """Values for the frames: names of the train locales and gender-guesser's train half, non-person things."""
 
     def __init__(self, root: Path, things: list[str], seed: int) -> None:
-        from detector_real import LOCALES, SURNAME_FIRST, Values
         from faker import Faker
+        from silver_sources import detector_real as real
 
-        self.values = Values(root, "train", seed)
+        self.values = real.Values(root, "train", seed)
         self.names = [name for on in (True, False) for name, _ in self.values.names[on]]
         self.rng = random.Random(seed)
-        fakers = [Faker(locale) for locale in LOCALES["train"] if locale not in SURNAME_FIRST]
+        fakers = [Faker(locale) for locale in real.LOCALES["train"] if locale not in real.SURNAME_FIRST]
         for fake in fakers:
             fake.seed_instance(seed)
         self.firsts = sorted({fake.first_name() for fake in fakers for _ in range(200)})
@@ -391,8 +389,8 @@ def objective(result: dict) -> float:
 
 def train(args: argparse.Namespace) -> dict:
     import torch
-    from detector_real import unpack
     from safetensors.torch import load_file, save_file
+    from silver_sources import detector_real
 
     from vdbguard.detectors.lexicon import name_gazetteer
 
@@ -406,7 +404,7 @@ def train(args: argparse.Namespace) -> dict:
         row["dev"] = is_dev(row, 10)
     with_reference_names(silver)
     things = sorted({row["text"][m["start"] : m["end"]] for row in silver if not row["dev"] for m in row["mentions"]})
-    fill = Fill(unpack(args.cache), things, args.seed)
+    fill = Fill(detector_real.unpack(args.cache), things, args.seed)
     public = conll_rows(args.conll)
     for row in public:
         row["dev"] = zlib.crc32(row["text"].encode()) % 10 == 0

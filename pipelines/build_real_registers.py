@@ -8,7 +8,7 @@ every frame, value and name an evaluation source holds (Debian's fortunes, WordN
 oui.txt)::
 
     python benchmarks/detector_real.py --split train --write-train /tmp/registers/train.jsonl
-    python scripts/build_real_registers.py /tmp/registers/train.jsonl
+    python pipelines/build_real_registers.py /tmp/registers/train.jsonl     # [--out FILE]: elsewhere, to compare
 
 Each line is ``{"frame", "slots", "source", "register"}``: ``slots`` are ``[position, kind]`` pairs, where a
 value of that kind (``name``, ``email``, ``phone``, ``ssn``, ``card``, ``acct``, ``addr``) goes into the frame.
@@ -20,10 +20,10 @@ Licences: ``real_registers.LICENSE``.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import random
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -58,11 +58,13 @@ def as_frame(example: dict) -> dict | None:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("train", type=Path, help="the JSONL of detector_real.py --split train --write-train")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
     by_register: dict[tuple[str, str], list[dict]] = defaultdict(list)
     seen: set[str] = set()
-    with open(sys.argv[1], encoding="utf-8") as fh:
+    with open(args.train, encoding="utf-8") as fh:
         for line in fh:
             frame = as_frame(json.loads(line))
             key = json.dumps([frame["frame"], frame["slots"]]) if frame else ""
@@ -75,9 +77,9 @@ def main() -> None:
         rows += chosen[:PER_REGISTER]
         print(f"{register} / {source}: {min(len(chosen), PER_REGISTER)} of {len(chosen)}")
     lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    with gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0) as fh:  # the same input gives the same bytes
+    with gzip.GzipFile(args.out, "wb", compresslevel=9, mtime=0) as fh:  # the same input gives the same bytes
         fh.write(lines.encode())
-    print(f"{len(rows)} frames -> {OUT}")
+    print(f"{len(rows)} frames -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,16 @@ real person's details). Source files are parsed with
 ``ast``/``tokenize``, never imported. Debian's package documentation and CPython's ``pydoc_data`` are never
 read: an external evaluation is drawn from them.
 
-    python scripts/build_real_text.py            # from the packages installed in this environment
+    python pipelines/build_real_text.py            # from the packages installed in this environment
+
+The output depends on the installed versions of ``PACKAGES`` (``markdown`` is no vdbguard dependency: install it),
+Faker and spaCy's model; ``pipelines/inputs.json`` records what is known of them. ``--out FILE`` writes
+elsewhere, to compare.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import gzip
 import importlib.util
@@ -140,6 +145,9 @@ def without_people(sentences: list[str]) -> list[str]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    out = parser.parse_args().out
     rng = random.Random(0)
     rows = []
     for package in PACKAGES:
@@ -150,10 +158,10 @@ def main() -> None:
         for text in credits:
             rows.append({"text": text, "source": package, "kind": "credit"})
         print(f"{package}: {len(prose)} prose sentences, {len(credits)} credits")
-    with gzip.open(OUT, "wt", encoding="utf-8", compresslevel=9) as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=True) + "\n")
-    print(f"{len(rows)} lines -> {OUT} ({OUT.stat().st_size // 1024} KiB)")
+    lines = "".join(json.dumps(row, ensure_ascii=True) + "\n" for row in rows)
+    with gzip.GzipFile(out, "wb", compresslevel=9, mtime=0) as fh:  # the same input gives the same bytes
+        fh.write(lines.encode())
+    print(f"{len(rows)} lines -> {out} ({out.stat().st_size // 1024} KiB)")
 
 
 if __name__ == "__main__":

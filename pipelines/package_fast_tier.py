@@ -2,7 +2,7 @@
 first scan on that model trains nothing (issue #44 item 4). Run again whenever the training corpus, an attack's
 version or the detector changes: ``tests/attacks/test_packaged_models.py`` fails until then.
 
-    VDBGUARD_CACHE_DIR=$(mktemp -d) python benchmarks/package_fast_tier.py
+    VDBGUARD_CACHE_DIR=$(mktemp -d) python pipelines/package_fast_tier.py
 """
 
 from __future__ import annotations

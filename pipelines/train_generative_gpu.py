@@ -7,20 +7,20 @@ scan profile's 12,000 sentences and barely reads the embedding on text unlike th
 The texts are built and the embedder packed where the packages are; the training needs an accelerator:
 
     # here (CPU, ~4 minutes): every training text, each with its source
-    python benchmarks/train_generative_gpu.py texts --out build/generative/texts.jsonl.gz
+    python pipelines/train_generative_gpu.py texts --out build/generative/texts.jsonl.gz
     # here: the embedder's folder with int8 weights, small enough to carry (mpnet 114 MB, MiniLM 24 MB)
-    python benchmarks/train_generative_gpu.py pack --embedder all-mpnet-base-v2 \
+    python pipelines/train_generative_gpu.py pack --embedder all-mpnet-base-v2 \
         --out build/generative/all-mpnet-base-v2.tar --check-texts build/generative/texts.jsonl.gz
     # on the accelerator: embed (float16), train, keep the lowest held-out loss
-    python benchmarks/train_generative_gpu.py train --texts texts.jsonl.gz --embedder all-mpnet-base-v2.tar \
+    python pipelines/train_generative_gpu.py train --texts texts.jsonl.gz --embedder all-mpnet-base-v2.tar \
         --out OUT --max-seconds 430
     # here: ship the kept weights with the embedder's probes
-    python benchmarks/train_generative_gpu.py package --run OUT --embedder all-mpnet-base-v2 --name generative-mpnet
+    python pipelines/train_generative_gpu.py package --run OUT --embedder all-mpnet-base-v2 --name generative-mpnet
 
 Training text, none of it written by the project and none of it in a benchmark set:
 
 * ``docs:PACKAGE``: docstring and comment sentences of the Python packages installed here (the extraction of
-  ``scripts/build_real_text.py``, no per-package cap), leaving out the real corpus' calibration sources and
+  ``pipelines/build_real_text.py``, no per-package cap), leaving out the real corpus' calibration sources and
   vdbguard itself;
 * ``chat``: chatterbot-corpus' train split (its holdout split is the ``chatterbot`` benchmark set);
 * ``real-pii``: real train-split sentences with PII placed in them (``real_corpus``; train Faker locales);
@@ -56,7 +56,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
 LEFT_OUT = {"vdbguard", "connectors", "chatterbot_corpus"}
 
 
@@ -72,8 +71,7 @@ def held_out(text: str, share: float) -> bool:
 
 
 def docstring_texts() -> list[tuple[str, str]]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import build_real_text
+    import build_real_text  # pipelines/, the folder a script runs from is on its path
 
     from vdbguard.corpus.real import CALIBRATION_SOURCES
 
@@ -261,7 +259,7 @@ def train(args: argparse.Namespace) -> None:
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
         "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device,
-        "command": "python benchmarks/train_generative_gpu.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": "python pipelines/train_generative_gpu.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     weights = args.out / "generative.safetensors"
@@ -376,7 +374,7 @@ def main() -> None:
     ship.add_argument("--run", type=Path, required=True, help="train's --out")
     ship.add_argument("--embedder", required=True, help="the vdbguard embedder name it was trained for")
     ship.add_argument("--name", required=True, help="e.g. generative-mpnet (see PACKAGED in attacks/generative.py)")
-    ship.add_argument("--texts-command", default="python benchmarks/train_generative_gpu.py texts --out texts.jsonl.gz")
+    ship.add_argument("--texts-command", default="python pipelines/train_generative_gpu.py texts --out texts.jsonl.gz")
     fit = commands.add_parser("train", help="embed and train (accelerator)")
     fit.add_argument("--texts", type=Path, required=True)
     fit.add_argument("--embedder", type=Path, required=True, help="a sentence-transformers folder, or pack's .tar")

@@ -1,7 +1,7 @@
 """The PERSON detector's NER (issue #43 item 2): spaCy's small English NER updated on silver real text.
 
     OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/detector-real-v2/train.jsonl
-    OMP_NUM_THREADS=1 python benchmarks/train_person_ner.py --train /tmp/detector-real-v2/train.jsonl \\
+    OMP_NUM_THREADS=1 python pipelines/train_person_ner.py --train /tmp/detector-real-v2/train.jsonl \\
         --out vdbguard/data/ner-person --minutes 35 --patience 6
 
 Data: the silver JSONL that ``detector_real.py --split train --write-train`` writes from the train sources only

@@ -7,11 +7,12 @@ detector process), and the packaged MiniLM's identity (loading the model only to
 Run it after anything those are made from changes (the corpus code, ``vdbguard/data``, the detector's lists, Faker,
 chatterbot-corpus, spaCy, the packaged model); ``tests/test_cache.py`` fails until it is run::
 
-    python scripts/build_first_run_cache.py
+    python pipelines/build_first_run_cache.py            # [--out FILE]: elsewhere, to compare
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import tempfile
@@ -39,7 +40,12 @@ def first_run() -> None:
 
 
 def main() -> None:
-    OUT.unlink(missing_ok=True)  # computed from scratch, never read back from an older build
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    out = parser.parse_args().out
+    import vdbguard.data
+
+    vdbguard.data.first_run_cache = dict  # computed from scratch, never read back from the shipped file
     with tempfile.TemporaryDirectory() as cache:
         os.environ["VDBGUARD_CACHE_DIR"] = cache
         first_run()
@@ -48,8 +54,8 @@ def main() -> None:
             for path in sorted(Path(cache).rglob("*.json"))
             if not path.relative_to(cache).as_posix().startswith(MACHINE_SPECIFIC)
         }
-    OUT.write_text(json.dumps(entries, sort_keys=True, separators=(",", ":")) + "\n")
-    print(f"wrote {OUT}: {', '.join(entries)}")
+    out.write_text(json.dumps(entries, sort_keys=True, separators=(",", ":")) + "\n")
+    print(f"wrote {out}: {', '.join(entries)}")
 
 
 if __name__ == "__main__":
