@@ -100,7 +100,7 @@ from vdbguard.errors import VdbguardError
 
 _PROMPT = "<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
 # Under a budget, drafts only for this many records at once: one thread wrote 4 drafts in 2.66 CPU-s for a record
-# alone, 0.79 each for 8 and 0.55 each for 24 (benchmarks/decoding_step.py), against a scan's 1.8 a record.
+# alone, 0.79 each for 8 and 0.55 each for 24 (measured one thread at a time), against a scan's 1.8 a record.
 BUDGETED_DRAFT_BATCH = 8
 _VOCABULARY_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
 
