@@ -54,16 +54,16 @@ from vdbguard.connectors.base import Connector
 from vdbguard.embedders import SAME_TEXT
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.protector import Item, Protector, vector_label
-from vdbguard.progress import Advance, ProgressSink
+from vdbguard.progress import Advance
 from vdbguard.records import PROTECTION_MARK_KEY, TEXT_PAYLOAD_KEYS, Batch, VectorRecord
 from vdbguard.reports.schema import Report, Severity
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
 
 if TYPE_CHECKING:
-    from vdbguard.embedders import Embedder
+    pass
 
-__all__ = ["MARK_KEY", "ProtectResult", "leak_counts", "leak_scan", "protect_collection"]
+__all__ = ["MARK_KEY", "ProtectResult", "leak_counts", "protect_collection"]
 
 STATE_VERSION = 1
 MARK_KEY = PROTECTION_MARK_KEY  # the payload key each written record's protection mark goes under
@@ -698,22 +698,6 @@ def _result(state: dict[str, Any], *, resumed: bool, done_before: bool = False) 
         problems=tuple(state.get("problems", ())),
         already_protected=int(state.get("already", 0)),  # a state an earlier vdbguard wrote has none
         done_before=done_before,
-    )
-
-
-def leak_scan(
-    connector: Connector,
-    connector_name: str,
-    location: str,
-    embedder: Embedder | None,
-    progress: ProgressSink | None = None,
-) -> Report:
-    """A default scan of the collection (``embedder`` None: a model that cannot run here, ``--embedder store``): what
-    a protection bought, read before and after it."""
-    from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
-
-    return scan_collection(
-        connector, ScanTarget(connector_name, location), ScanSettings(), embedder=embedder, progress=progress
     )
 
 

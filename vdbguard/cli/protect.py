@@ -25,6 +25,7 @@ from vdbguard.cli.common import (
     profile_option,
     progress,
     say,
+    store_flags,
     store_options,
     write_json,
 )
@@ -182,23 +183,29 @@ def protect(
 def _leak_scan(
     store: tuple[str, Path | None, str | None, tuple[str, ...]], collection: str, embedder: str, out: Path | None
 ) -> Report:
-    """A default scan of one collection of the store, for protect's before and after; its reports into ``out``."""
-    from vdbguard.errors import VdbguardError
-    from vdbguard.protect import leak_scan
-    from vdbguard.reports import DEFAULT_FORMATS, write_reports
-    from vdbguard.scan import resolve_embedder
+    """A default scan of one collection of the store, for protect's before and after: the job `scan` runs for these
+    flags, its reports into ``out`` (none kept without)."""
+    import tempfile
+
+    from vdbguard.config import JobConfig, JobSettings, OutputSettings, StoreSettings
+    from vdbguard.scan.job import CollectionFailure, run_job
 
     connector_name, path, url, option = store
-    try:
-        with open_connector(connector_name, collection, path, url, option) as connector, progress() as bars:
-            model = resolve_embedder(connector, embedder)
-            report = leak_scan(connector, connector_name, redact_location(str(path or url)), model, bars)
-    except VdbguardError as exc:
-        exc.hint = f"{exc.hint}; or protect with --no-scan" if exc.hint else "protect with --no-scan"
-        raise
-    if out is not None:
-        write_reports(report, out, DEFAULT_FORMATS)
-    return report
+    options = {key: value for key, value in store_flags(path, url, option).items() if key not in ("path", "url")}
+    with contextlib.ExitStack() as stack:
+        folder = out or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vdbguard-protect-")))
+        config = JobConfig(
+            job=JobSettings(embedder=embedder),
+            stores=[StoreSettings.from_flags(connector_name, path, url, options, [collection])],
+            output=OutputSettings(dir=folder),
+        )
+        with progress() as bars:
+            (result,) = run_job(config, progress=bars, folders="none")  # run to its end: it stops its workers
+    if isinstance(result, CollectionFailure):
+        error = result.error
+        error.hint = f"{error.hint}; or protect with --no-scan" if error.hint else "protect with --no-scan"
+        raise error
+    return result.report
 
 
 def _print_before_and_after(before: Report, after: Report, collection: str, to_collection: str, fail_on: str) -> None:
