@@ -69,6 +69,30 @@ def _fill(connector: Any, records: list[VectorRecord], metric: str = "cosine") -
             connector.upsert(records[start : start + 5000])
 
 
+def _path_store(
+    cls: Any,
+    folder: str,
+    raw: Callable[[Any, bool], int],
+    metric: str = "cosine",
+    *,
+    hands_lists: bool = False,
+    copies: bool = False,
+) -> Store:
+    """A store its connector ``cls`` opens by path, ``folder`` under the run's root; a connector that reads a private
+    copy (``copies``) is also built without one."""
+
+    def fill(root: Path, records: list[VectorRecord]) -> dict:
+        _fill(cls(collection="bench", path=str(root / folder)), records, metric)
+        return {"path": str(root / folder)}
+
+    def connector(ctx: dict, snapshot: bool) -> Any:
+        if copies:
+            return cls(collection="bench", path=ctx["path"], snapshot=snapshot)
+        return cls(collection="bench", path=ctx["path"])
+
+    return Store(fill, raw, connector, hands_lists=hands_lists, copies=copies)
+
+
 def chroma_store() -> Store:
     import chromadb
     from vdbguard.connectors.chroma import ChromaConnector
@@ -96,24 +120,16 @@ def lancedb_store() -> Store:
     import lancedb
     from vdbguard.connectors.lancedb import LanceDBConnector
 
-    def fill(root: Path, records: list[VectorRecord]) -> dict:
-        _fill(LanceDBConnector(collection="bench", path=str(root / "lance")), records)
-        return {"path": str(root / "lance")}
-
     def raw(ctx: dict, to_matrix: bool) -> int:
         table = lancedb.connect(ctx["path"]).open_table("bench")
         return sum(batch.num_rows for batch in table.search().limit(None).to_batches(PAGE))
 
-    return Store(fill, raw, lambda ctx, snap: LanceDBConnector(collection="bench", path=ctx["path"]))
+    return _path_store(LanceDBConnector, "lance", raw)
 
 
 def qdrant_edge_store() -> Store:
     import qdrant_edge
     from vdbguard.connectors.qdrant_edge import QdrantEdgeConnector
-
-    def fill(root: Path, records: list[VectorRecord]) -> dict:
-        _fill(QdrantEdgeConnector(collection="bench", path=str(root / "edge")), records, "l2")
-        return {"path": str(root / "edge")}
 
     def raw(ctx: dict, to_matrix: bool) -> int:
         shard_dir = next(p for p in Path(ctx["path"]).rglob("edge_config.json")).parent
@@ -123,19 +139,12 @@ def qdrant_edge_store() -> Store:
         shard.close()
         return n
 
-    def connector(ctx: dict, snapshot: bool) -> Any:
-        return QdrantEdgeConnector(collection="bench", path=ctx["path"], snapshot=snapshot)
-
-    return Store(fill, raw, connector, hands_lists=True, copies=True)
+    return _path_store(QdrantEdgeConnector, "edge", raw, "l2", hands_lists=True, copies=True)
 
 
 def qdrant_local_store() -> Store:
     from qdrant_client import QdrantClient
     from vdbguard.connectors.qdrant import QdrantConnector
-
-    def fill(root: Path, records: list[VectorRecord]) -> dict:
-        _fill(QdrantConnector(collection="bench", path=str(root / "qdrant")), records)
-        return {"path": str(root / "qdrant")}
 
     def raw(ctx: dict, to_matrix: bool) -> int:
         client = QdrantClient(path=ctx["path"])
@@ -144,19 +153,12 @@ def qdrant_local_store() -> Store:
         client.close()
         return n
 
-    def connector(ctx: dict, snapshot: bool) -> Any:
-        return QdrantConnector(collection="bench", path=ctx["path"], snapshot=snapshot)
-
-    return Store(fill, raw, connector, hands_lists=True, copies=True)
+    return _path_store(QdrantConnector, "qdrant", raw, hands_lists=True, copies=True)
 
 
 def milvus_store() -> Store:
     from pymilvus import MilvusClient
     from vdbguard.connectors.milvus import MilvusConnector
-
-    def fill(root: Path, records: list[VectorRecord]) -> dict:
-        _fill(MilvusConnector(collection="bench", path=str(root / "milvus.db")), records)
-        return {"path": str(root / "milvus.db")}
 
     def raw(ctx: dict, to_matrix: bool) -> int:
         client = MilvusClient(ctx["path"])
@@ -169,7 +171,7 @@ def milvus_store() -> Store:
         client.close()
         return n
 
-    return Store(fill, raw, lambda ctx, snap: MilvusConnector(collection="bench", path=ctx["path"]))
+    return _path_store(MilvusConnector, "milvus.db", raw)
 
 
 def pgvector_store() -> Store:

@@ -16,6 +16,12 @@ STORE_WIDE = "*"
 store's collection has, so that a message from the store names the store, not a collection."""
 
 
+def default_extra(name: str) -> str:
+    """The extra a connector ships in unless it names another: ``qdrant-edge`` ships in ``qdrant``; every other
+    connector's extra is its name."""
+    return name.partition("-")[0]
+
+
 @dataclass(frozen=True)
 class CollectionInfo:
     name: str
@@ -36,7 +42,12 @@ class Connector(ABC):
     """
 
     name: ClassVar[str]
-    extra: ClassVar[str]
+    extra: ClassVar[str]  # the pip extra with the store's client, ``vdbguard[<extra>]``; unless set, default_extra()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in vars(cls) and not hasattr(cls, "extra"):
+            cls.extra = default_extra(cls.name)
 
     @classmethod
     def list_collections(cls, **settings: Any) -> list[str]:

@@ -66,7 +66,6 @@ class ChromaConnector(StoreCalls, Connector):
     """
 
     name: ClassVar[str] = "chroma"
-    extra: ClassVar[str] = "chroma"
 
     def __init__(
         self,

@@ -109,7 +109,6 @@ class LanceDBConnector(Connector):
     """
 
     name: ClassVar[str] = "lancedb"
-    extra: ClassVar[str] = "lancedb"
 
     def __init__(
         self,

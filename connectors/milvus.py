@@ -87,7 +87,6 @@ class MilvusConnector(StoreCalls, Connector):
     """
 
     name: ClassVar[str] = "milvus"
-    extra: ClassVar[str] = "milvus"
 
     def __init__(
         self,

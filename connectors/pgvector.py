@@ -155,7 +155,6 @@ class PgvectorConnector(StoreCalls, Connector):
     """
 
     name: ClassVar[str] = "pgvector"
-    extra: ClassVar[str] = "pgvector"
 
     def __init__(
         self,

@@ -92,7 +92,6 @@ class PineconeConnector(StoreCalls, Connector):
     """
 
     name: ClassVar[str] = "pinecone"
-    extra: ClassVar[str] = "pinecone"
 
     def __init__(
         self,

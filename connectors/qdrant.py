@@ -84,7 +84,6 @@ class QdrantConnector(PointsConnector):
     """
 
     name: ClassVar[str] = "qdrant"
-    extra: ClassVar[str] = "qdrant"
 
     def __init__(
         self,

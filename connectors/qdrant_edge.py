@@ -52,7 +52,6 @@ class QdrantEdgeConnector(PointsConnector):
     """
 
     name: ClassVar[str] = "qdrant-edge"
-    extra: ClassVar[str] = "qdrant"
 
     def __init__(
         self,

@@ -106,7 +106,6 @@ class WeaviateConnector(StoreCalls, Connector):
     """
 
     name: ClassVar[str] = "weaviate"
-    extra: ClassVar[str] = "weaviate"
 
     def __init__(
         self,

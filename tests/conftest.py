@@ -49,18 +49,31 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A real PostgreSQL with pgvector (scripts/pgvector-server.sh), shared by the tests that read it directly."""
+def _started_pgvector_server(workdir: Path) -> Iterator[Any]:
+    """A real PostgreSQL with pgvector (scripts/pgvector-server.sh), stopped afterwards; skips where none starts."""
     from tests.connectors.contract.backend_pgvector import PgvectorServer
 
-    server = PgvectorServer(tmp_path_factory.mktemp("pg"))
+    server = PgvectorServer(workdir)
     try:
         server.start()
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real PostgreSQL with pgvector, shared by the tests that read it directly."""
+    yield from _started_pgvector_server(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture
+def own_pgvector_server(tmp_path: Path) -> Iterator[Any]:
+    """A real PostgreSQL with pgvector for one test alone: one it may reconfigure, stop and start again."""
+    yield from _started_pgvector_server(tmp_path / "pg")
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ import numpy as np
 from vdbguard.connectors.base import CollectionInfo, Connector
 
 from vdbguard.records import Batch, VectorRecord
+from vdbguard.reports.schema import Summary
 from vdbguard.transforms.base import Transform
 
 
@@ -119,6 +120,26 @@ def make_records(n: int, dim: int, seed: int, *, collection: str = "") -> list[V
         )
         for i in range(n)
     ]
+
+
+def chroma_store_table(store: str | Path, collection: str, name: str = "demo") -> str:
+    """A job file's [[stores]] table for ``collection`` of the embedded Chroma store at ``store``: the path as a
+    literal string, so that a Windows path's backslashes are read as written."""
+    return f'[[stores]]\nname = "{name}"\nconnector = "chroma"\npath = \'{store}\'\ncollections = ["{collection}"]\n'
+
+
+def bare_summary(scanned: int, flagged: int = 0) -> Summary:
+    """A report summary of ``scanned`` records, ``flagged`` of them flagged, and nothing else counted."""
+    return Summary(
+        records_scanned=scanned,
+        records_flagged=flagged,
+        records_skipped=0,
+        by_severity={},
+        by_pii_type={},
+        records_with_source_text=0,
+        source_pii_records=0,
+        source_pii_flagged=0,
+    )
 
 
 def make_chroma_store(

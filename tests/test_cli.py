@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import free_port, http_recorder, make_chroma_store
+from tests.helpers import chroma_store_table, free_port, http_recorder, make_chroma_store
 from vdbguard.cli import fix_malloc_thresholds, main
 from vdbguard.reports.schema import SCHEMA_VERSION, Report
 
@@ -468,12 +468,7 @@ def test_a_job_file_scan_prints_one_json_summary(pii_store, small_attacks, tmp_p
 profile = "small"
 fail_on = "critical"
 
-[[stores]]
-name = "demo"
-connector = "chroma"
-path = '{store_path}'
-collections = ["{collection}"]
-
+{chroma_store_table(store_path, collection)}
 [output]
 dir = "reports"
 formats = ["json", "sarif"]

@@ -433,6 +433,12 @@ NAMED = [
 ]
 
 
+def store_named(path: Path, vectors: np.ndarray) -> None:
+    """Keep each of NAMED with its vector as record r0, r1, ... of a new Chroma collection "tickets" at ``path``."""
+    with ChromaConnector(collection="tickets", path=path, create=True) as store:
+        store.upsert([VectorRecord(f"r{i}", v, text=t) for i, (t, v) in enumerate(zip(NAMED, vectors, strict=True))])
+
+
 def test_redaction_of_an_existing_collection_re_embeds_each_redacted_text_and_redacts_what_it_stores(
     embedder, tmp_path: Path
 ) -> None:
@@ -515,9 +521,7 @@ def test_the_cli_redacts_an_existing_collection_and_keeps_its_text_when_told(emb
     from vdbguard.cli import main
 
     path = tmp_path / "store"
-    with ChromaConnector(collection="tickets", path=path, create=True) as store:
-        vectors = embedder.encode(NAMED)
-        store.upsert([VectorRecord(f"r{i}", v, text=t) for i, (t, v) in enumerate(zip(NAMED, vectors, strict=True))])
+    store_named(path, embedder.encode(NAMED))
     base = ["protect", "--connector", "chroma", "--path", str(path), "--collection", "tickets", "--no-scan"]
     base += ["--transform", "redact", "--strength", "0.4"]
     result = CliRunner().invoke(main, [*base, "--to-collection", "safe"])
@@ -541,9 +545,7 @@ def test_a_text_redaction_leaves_as_it_was_keeps_its_vector_only_where_the_model
     other_model = np.random.default_rng(3).normal(size=(len(NAMED), 384)).astype(np.float32)
     for name, vectors in (("own", embedder.encode(NAMED)), ("other", other_model)):
         path = tmp_path / name
-        rows = enumerate(zip(NAMED, vectors, strict=True))
-        with ChromaConnector(collection="tickets", path=path, create=True) as store:
-            store.upsert([VectorRecord(f"r{i}", vector, text=text) for i, (text, vector) in rows])
+        store_named(path, vectors)
         with (
             ChromaConnector(collection="tickets", path=path) as source,
             ChromaConnector(collection="safe", path=path, create=True) as target,
@@ -567,9 +569,7 @@ def test_protect_scans_before_and_after_and_exits_as_fail_on_says(embedder, tmp_
     from vdbguard.reports.schema import Report
 
     path = tmp_path / "store"
-    with ChromaConnector(collection="tickets", path=path, create=True) as store:
-        vectors = embedder.encode(NAMED)
-        store.upsert([VectorRecord(f"r{i}", v, text=t) for i, (t, v) in enumerate(zip(NAMED, vectors, strict=True))])
+    store_named(path, embedder.encode(NAMED))
     base = ["protect", "--connector", "chroma", "--path", str(path), "--collection", "tickets", "--transform"]
     for fail_on in ("critical", "low"):
         out = tmp_path / fail_on

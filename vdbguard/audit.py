@@ -57,6 +57,11 @@ MIN_VECTORS = 50
 MIN_NAMED = 10  # texts naming someone needed to judge a transform by the names it lets through
 HOLDS, PARTLY_HOLDS = 0.9, 0.5  # leakage cut against the adaptive attacker: below the first medium, the second high
 REPRODUCED = 0.05  # the owner's transform may fall this far short of agreeing with itself (two noise draws)
+# what a "raw vectors" finding asks of the owner, however the raw vectors were recognised
+_PROTECT_RAW = (
+    "protect the vectors before insert (vdbguard protect / guard; docs/defenses.md: redaction before embedding) "
+    "and give readers of raw vectors the fewest credentials"
+)
 
 
 @dataclass
@@ -283,8 +288,7 @@ def statistics_findings(connector: Connector, embedder: Embedder, sample: int) -
             Severity.MEDIUM,
             f"by their statistics the stored vectors look like {embedder.name}'s raw output ({said}): every "
             "inversion attack applies as measured",
-            "protect the vectors before insert (vdbguard protect / guard; docs/defenses.md: redaction before "
-            "embedding) and give readers of raw vectors the fewest credentials",
+            _PROTECT_RAW,
             evidence=stats,
         )
     ], []
@@ -322,37 +326,40 @@ def consistency_findings(sampled: StoredTexts) -> tuple[list[AuditFinding], list
             Severity.MEDIUM,
             f"{int((~mismatched).sum())} of {len(ids)} stored vectors are {embedder.name}'s raw output for their "
             f"stored text (median cosine {median}): every inversion attack applies as measured",
-            "protect the vectors before insert (vdbguard protect / guard; docs/defenses.md: redaction before "
-            "embedding) and give readers of raw vectors the fewest credentials",
+            _PROTECT_RAW,
             evidence={"median_cosine": median},
         )
     ]
     leaking = [i for i in np.flatnonzero(mismatched) if has_placeholder(texts[i])]
-    if leaking:
-        findings.append(
-            AuditFinding(
-                "payload-vector consistency",
-                Severity.HIGH,
-                f"{len(leaking)} records have redacted text but a vector that is not the embedding of it: the vector "
-                "was made from the text before redaction and leaks what the payload hides",
-                "re-embed these records from their redacted text (redact before embedding: vdbguard.hooks)",
-                record_ids=[ids[i] for i in leaking],
-                evidence={"cosine": {ids[i]: round(float(similarity[i]), 4) for i in leaking}},
-            )
-        )
     other = [i for i in np.flatnonzero(mismatched) if i not in set(leaking)]
-    if other:
-        findings.append(
-            AuditFinding(
-                "payload-vector consistency",
-                Severity.LOW,
-                f"{len(other)} records have a vector that is not the embedding of their stored text (text edited "
-                "after embedding, or embedded from other text)",
-                "check how these records were written; re-embed them if their text changed",
-                record_ids=[ids[i] for i in other],
-                evidence={"cosine": {ids[i]: round(float(similarity[i]), 4) for i in other}},
+    for rows, severity, message, hint in (
+        (
+            leaking,
+            Severity.HIGH,
+            f"{len(leaking)} records have redacted text but a vector that is not the embedding of it: the vector "
+            "was made from the text before redaction and leaks what the payload hides",
+            "re-embed these records from their redacted text (redact before embedding: vdbguard.hooks)",
+        ),
+        (
+            other,
+            Severity.LOW,
+            f"{len(other)} records have a vector that is not the embedding of their stored text (text edited "
+            "after embedding, or embedded from other text)",
+            "check how these records were written; re-embed them if their text changed",
+        ),
+    ):
+        if rows:
+            cosines = {ids[i]: round(float(similarity[i]), 4) for i in rows}
+            findings.append(
+                AuditFinding(
+                    "payload-vector consistency",
+                    severity,
+                    message,
+                    hint,
+                    record_ids=[ids[i] for i in rows],
+                    evidence={"cosine": cosines},
+                )
             )
-        )
     return findings, [], len(ids)
 
 

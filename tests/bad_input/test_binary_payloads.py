@@ -4,10 +4,8 @@ UTF-8 replaced by the store: the scan reads, attacks and reports them, and its o
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from vdbguard.cli import main
@@ -16,35 +14,28 @@ TEXTS = ["Call Maria Garcia at 555-123-4567 about the claim", "The printer on fl
 FORMATS = ("json", "md", "html", "sarif", "csv")
 
 
-def test_non_utf8_payload_bytes_are_scanned_and_reports_stay_utf8(embedder, small_attacks, tmp_path: Path) -> None:
+def test_non_utf8_payload_bytes_are_scanned_and_reports_stay_utf8(
+    embedder, small_attacks, own_pgvector_server, tmp_path: Path
+) -> None:
     import psycopg
 
-    from tests.connectors.contract.backend_pgvector import PgvectorServer
-
-    server = PgvectorServer(tmp_path / "pg")
-    try:
-        server.start()
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
-    try:
-        with psycopg.connect(server.url(), autocommit=True) as conn:
-            conn.execute("CREATE TABLE notes (id text PRIMARY KEY, embedding vector(384), text text, blob bytea)")
-            for i, (text, vector) in enumerate(zip(TEXTS, embedder.encode(TEXTS), strict=True)):
-                literal = "[" + ",".join(map(str, vector.tolist())) + "]"
-                blob = b"\xff\xfe\x00 not utf-8 \xc3\x28" + bytes([0x80 + i])
-                conn.execute("INSERT INTO notes VALUES (%s, %s::vector, %s, %s)", (f"n{i}", literal, text, blob))
-        out = tmp_path / "out"
-        args = ["scan", "--connector", "pgvector", "--url", server.url(), "--collection", "notes", "--profile", "small"]
-        args += ["--out", str(out), "--format", ",".join(FORMATS), "--fail-on", "never"]
-        result = CliRunner().invoke(main, [*args, "--state", str(tmp_path / "state.sqlite")])
-        assert result.exit_code == 0, result.output
-        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-        assert report["summary"]["records_scanned"] == 2 and report["record_problems"] == []
-        assert "n0" in {f["record_id"] for f in report["findings"]}
-        for written in out.iterdir():
-            written.read_bytes().decode("utf-8")  # strict: every output stays valid UTF-8
-    finally:
-        server.stop()
+    server = own_pgvector_server
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE notes (id text PRIMARY KEY, embedding vector(384), text text, blob bytea)")
+        for i, (text, vector) in enumerate(zip(TEXTS, embedder.encode(TEXTS), strict=True)):
+            literal = "[" + ",".join(map(str, vector.tolist())) + "]"
+            blob = b"\xff\xfe\x00 not utf-8 \xc3\x28" + bytes([0x80 + i])
+            conn.execute("INSERT INTO notes VALUES (%s, %s::vector, %s, %s)", (f"n{i}", literal, text, blob))
+    out = tmp_path / "out"
+    args = ["scan", "--connector", "pgvector", "--url", server.url(), "--collection", "notes", "--profile", "small"]
+    args += ["--out", str(out), "--format", ",".join(FORMATS), "--fail-on", "never"]
+    result = CliRunner().invoke(main, [*args, "--state", str(tmp_path / "state.sqlite")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["summary"]["records_scanned"] == 2 and report["record_problems"] == []
+    assert "n0" in {f["record_id"] for f in report["findings"]}
+    for written in out.iterdir():
+        written.read_bytes().decode("utf-8")  # strict: every output stays valid UTF-8
 
 
 def test_a_lone_surrogate_in_stored_text_is_read_not_fatal(embedder) -> None:

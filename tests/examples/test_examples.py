@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
+from tests.helpers import chroma_store_table
 from vdbguard.config import load_job
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -300,12 +301,7 @@ state = "state.sqlite"
 profile = "small"
 fail_on = "high"
 
-[[stores]]
-name = "demo"
-connector = "chroma"
-path = '{store_path}'
-collections = ["{collection}"]
-
+{chroma_store_table(store_path, collection)}
 [output]
 dir = "reports"
 formats = ["json", "sarif"]

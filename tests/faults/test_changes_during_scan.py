@@ -18,6 +18,7 @@ from vdbguard.connectors.chroma import ChromaConnector
 
 from tests.faults.kill_resume import state_ids
 from vdbguard.detectors.presidio import PresidioDetector
+from vdbguard.embedders import Embedder
 from vdbguard.records import Batch
 from vdbguard.scan import Scanner
 
@@ -36,6 +37,16 @@ class ChangingConnector(ChromaConnector):
                 self.change()
 
 
+def add_change_delete(stored: chromadb.Collection, embedder: Embedder, changed: str, deleted: str) -> None:
+    """The writes the tests make once a scan's first batch is out: a record added, ``changed`` overwritten with
+    its text and vector, and ``deleted`` removed."""
+    added_text = "Please call Dr. Hannah Okafor on +1 415 555 0142 about the biopsy results."
+    vector = embedder.encode([added_text])[0].tolist()
+    stored.add(ids=["added-mid-scan"], embeddings=[vector], documents=[added_text])
+    stored.update(ids=[changed], embeddings=[vector], documents=[added_text])
+    stored.delete(ids=[deleted])
+
+
 def test_a_scan_reports_its_snapshot_and_the_next_scan_takes_the_changes(
     pii_store, small_attacks, embedder, tmp_path: Path
 ) -> None:
@@ -43,15 +54,11 @@ def test_a_scan_reports_its_snapshot_and_the_next_scan_takes_the_changes(
     path = tmp_path / "store"
     shutil.copytree(source, path)
     before = sorted(truth)
-    added_text = "Please call Dr. Hannah Okafor on +1 415 555 0142 about the biopsy results."
     changed, deleted = before[0], before[1]
 
     def change() -> None:
         stored = chromadb.PersistentClient(path=str(path)).get_collection(collection)
-        vector = embedder.encode([added_text])[0].tolist()
-        stored.add(ids=["added-mid-scan"], embeddings=[vector], documents=[added_text])
-        stored.update(ids=[changed], embeddings=[vector], documents=[added_text])
-        stored.delete(ids=[deleted])
+        add_change_delete(stored, embedder, changed, deleted)
 
     scanner = Scanner(small_attacks, PresidioDetector(), dimension=384)
     state = tmp_path / "scan.sqlite"
@@ -94,13 +101,9 @@ def test_a_live_server_scan_counts_nothing_twice_and_the_next_scan_holds_exactly
         live.add(ids=rows["ids"], embeddings=rows["embeddings"], documents=rows["documents"])
         order = rows["ids"]
         read_first, changed = order[0], order[40]
-        added_text = "Please call Dr. Hannah Okafor on +1 415 555 0142 about the biopsy results."
 
         def change() -> None:
-            vector = embedder.encode([added_text])[0].tolist()
-            live.add(ids=["added-mid-scan"], embeddings=[vector], documents=[added_text])
-            live.update(ids=[changed], embeddings=[vector], documents=[added_text])
-            live.delete(ids=[read_first])
+            add_change_delete(live, embedder, changed, read_first)
 
         scanner = Scanner(small_attacks, PresidioDetector(), dimension=384)
         state = tmp_path / "scan.sqlite"

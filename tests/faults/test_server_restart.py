@@ -83,17 +83,13 @@ def test_a_server_gone_for_good_stops_the_scan_with_exit_2_and_a_state_that_resu
 
 
 def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2_and_resumes(
-    small_attacks, tmp_path: Path
+    small_attacks, own_pgvector_server, tmp_path: Path
 ) -> None:
     from vdbguard.connectors.pgvector import PgvectorConnector
 
-    from tests.connectors.contract.backend_pgvector import SCRIPT, USER, PgvectorServer
+    from tests.connectors.contract.backend_pgvector import SCRIPT, USER
 
-    server = PgvectorServer(tmp_path / "pg")
-    try:
-        server.start()
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
+    server = own_pgvector_server
     credentials = {"PGVECTOR_USER": USER, "PGVECTOR_PASSWORD": server.password}
 
     def pg(action: str) -> None:
@@ -101,36 +97,33 @@ def test_a_postgresql_restart_is_retried_and_one_gone_for_good_stops_with_exit_2
         command = ["bash", str(SCRIPT), action, str(server.dir)] + ([str(server.port)] if action == "start" else [])
         subprocess.run(command, check=True, capture_output=True, timeout=120, env={**os.environ, **credentials})
 
-    try:
-        records = store_records(RECORDS, seed=7)
-        with PgvectorConnector(collection="tickets", url=server.url()) as writer:
-            writer.ensure_collection(384, "cosine")
-            writer.upsert(records)
-        state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
-        scan = _start(scan_command(server.url(), tmp_path / "out", state, connector="pgvector", batch_size=BATCH), log)
-        _wait_for_progress(scan, state)
-        pg("stop")
-        time.sleep(4)
-        pg("start")
-        assert scan.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
-        output = log.read_text()
-        assert "retry" in output, "the scan met the stopped server and retried"
-        assert server.password not in output
-        assert sorted(state_ids(state)) == sorted(r.id for r in records)
+    records = store_records(RECORDS, seed=7)
+    with PgvectorConnector(collection="tickets", url=server.url()) as writer:
+        writer.ensure_collection(384, "cosine")
+        writer.upsert(records)
+    state, log = tmp_path / "scan.sqlite", tmp_path / "scan.log"
+    scan = _start(scan_command(server.url(), tmp_path / "out", state, connector="pgvector", batch_size=BATCH), log)
+    _wait_for_progress(scan, state)
+    pg("stop")
+    time.sleep(4)
+    pg("start")
+    assert scan.wait(timeout=600) in (0, 1), log.read_text()[-3000:]
+    output = log.read_text()
+    assert "retry" in output, "the scan met the stopped server and retried"
+    assert server.password not in output
+    assert sorted(state_ids(state)) == sorted(r.id for r in records)
 
-        # gone for good: exit 2, a clear error without the password, and a state that resumes once it is back
-        state, log = tmp_path / "gone.sqlite", tmp_path / "gone.log"
-        command = scan_command(server.url(), tmp_path / "out-gone", state, connector="pgvector", batch_size=BATCH)
-        scan = _start(command, log)
-        _wait_for_progress(scan, state)
-        pg("stop")
-        assert scan.wait(timeout=300) == 2, log.read_text()[-3000:]
-        output = log.read_text()
-        assert "Traceback" not in output and server.password not in output, output[-3000:]
-        assert "run the same command again to resume" in " ".join(output.split())
-        assert PROGRESS <= len(state_ids(state)) < RECORDS
-        pg("start")
-        assert _start(command, log).wait(timeout=600) in (0, 1), log.read_text()[-3000:]
-        assert sorted(state_ids(state)) == sorted(r.id for r in records)
-    finally:
-        server.stop()
+    # gone for good: exit 2, a clear error without the password, and a state that resumes once it is back
+    state, log = tmp_path / "gone.sqlite", tmp_path / "gone.log"
+    command = scan_command(server.url(), tmp_path / "out-gone", state, connector="pgvector", batch_size=BATCH)
+    scan = _start(command, log)
+    _wait_for_progress(scan, state)
+    pg("stop")
+    assert scan.wait(timeout=300) == 2, log.read_text()[-3000:]
+    output = log.read_text()
+    assert "Traceback" not in output and server.password not in output, output[-3000:]
+    assert "run the same command again to resume" in " ".join(output.split())
+    assert PROGRESS <= len(state_ids(state)) < RECORDS
+    pg("start")
+    assert _start(command, log).wait(timeout=600) in (0, 1), log.read_text()[-3000:]
+    assert sorted(state_ids(state)) == sorted(r.id for r in records)

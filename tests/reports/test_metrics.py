@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port, http_recorder
+from tests.helpers import bare_summary, free_port, http_recorder
 from tests.reports.test_writers import make_report
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.metrics import (
@@ -21,7 +21,6 @@ from vdbguard.reports.metrics import (
     webhook_payload,
     write_metrics,
 )
-from vdbguard.reports.schema import Summary
 
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
 _LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>(?:[^"\\\n]|\\[\\"n])*)",?')
@@ -87,21 +86,7 @@ def test_label_values_are_escaped() -> None:
 
 
 def test_a_scan_that_finds_nothing_still_writes_the_file(tmp_path: Path) -> None:
-    clean = make_report().model_copy(
-        update={
-            "findings": [],
-            "summary": Summary(
-                records_scanned=10,
-                records_flagged=0,
-                records_skipped=0,
-                by_severity={},
-                by_pii_type={},
-                records_with_source_text=0,
-                source_pii_records=0,
-                source_pii_flagged=0,
-            ),
-        }
-    )
+    clean = make_report().model_copy(update={"findings": [], "summary": bare_summary(10)})
     path = tmp_path / "m.prom"
     write_metrics(path, clean, collection="notes", duration_s=1, now=5)
     samples = parse_exposition(path.read_text())

@@ -6,9 +6,10 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.helpers import bare_summary
 from tests.reports.test_markdown import HOSTILE, Rendered
 from vdbguard.reports.markdown import visible
-from vdbguard.reports.schema import Evidence, Finding, Report, Severity, Summary, Target
+from vdbguard.reports.schema import Evidence, Finding, Report, Severity, Target
 from vdbguard.reports.store_summary import StoreSummary, percent
 
 HIGH, CRITICAL, MEDIUM, LOW = Severity.HIGH, Severity.CRITICAL, Severity.MEDIUM, Severity.LOW
@@ -39,16 +40,7 @@ def report(collection: str, records: int, findings: list[Finding]) -> Report:
         embedder=EmbedderInfo(name="m", fingerprint="f", dimension=4),
         attacks=[],
         masked=True,
-        summary=Summary(
-            records_scanned=records,
-            records_flagged=len({f.record_id for f in findings}),
-            records_skipped=0,
-            by_severity={},
-            by_pii_type={},
-            records_with_source_text=0,
-            source_pii_records=0,
-            source_pii_flagged=0,
-        ),
+        summary=bare_summary(records, flagged=len({f.record_id for f in findings})),
         findings=findings,
         record_problems=[],
     )

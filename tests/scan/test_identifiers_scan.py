@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import chroma_store_table
 from vdbguard.cli import main
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Finding, Report
@@ -72,12 +73,7 @@ profile = "small"
 owner_calibration = "off"
 fail_on = "never"
 
-[[stores]]
-name = "notes"
-connector = "chroma"
-path = "{store}"
-collections = ["notes"]
-
+{chroma_store_table(store, "notes", name="notes")}
 [output]
 dir = "out"
 formats = ["json"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import http_recorder
+from tests.helpers import chroma_store_table, http_recorder
 from vdbguard import credentials
 from vdbguard.cli import main
 from vdbguard.config import STARTER, load_job
@@ -205,12 +205,7 @@ profile = "small"
 owner_calibration = "off"
 fail_on = "critical"
 
-[[stores]]
-name = "notes"
-connector = "chroma"
-path = "{store}"
-collections = ["{collection}"]
-
+{chroma_store_table(store, collection, name="notes")}
 [output]
 dir = "out"
 formats = ["json", "csv"]

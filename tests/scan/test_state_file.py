@@ -4,7 +4,6 @@ no row is ever shown."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import re
@@ -117,32 +116,16 @@ def test_a_state_of_another_schema_is_refused_as_it_is(tmp_path: Path) -> None:
     assert state.read_bytes() == before
 
 
-def _app_database(folder: Path, wal: bool = False) -> Path:
-    path = folder / "app.db"
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
-        if wal:
-            db.execute("PRAGMA journal_mode=WAL")
-        db.executescript("CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('someone')")
-    return path
+def _sqlite_file(name: str, script: str) -> Callable[[Path], Path]:
+    """Makes ``folder/name``: an SQLite file that ``script`` built."""
 
+    def make(folder: Path) -> Path:
+        path = folder / name
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.executescript(script)
+        return path
 
-def _lookalike(folder: Path) -> Path:
-    """Tables named as a state's, but not vdbguard's schema note."""
-    path = folder / "lookalike.db"
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(
-            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); CREATE TABLE runs (id INTEGER);"
-            "CREATE TABLE records (id TEXT); INSERT INTO meta VALUES ('version', '2')"
-        )
-        db.commit()
-    return path
-
-
-def _other_application(folder: Path) -> Path:
-    path = folder / "other.db"
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript("PRAGMA application_id = 42; CREATE TABLE t (x)")
-    return path
+    return make
 
 
 def _chroma_store(folder: Path) -> Path:
@@ -156,21 +139,19 @@ def _not_sqlite(folder: Path) -> Path:
     return path
 
 
-def _empty_database(folder: Path) -> Path:
-    path = folder / "empty.db"
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("PRAGMA user_version = 7")
-    return path
-
-
+APP_TABLE = "CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('someone')"
 FOREIGN: dict[str, Callable[[Path], Path]] = {
-    "app database": _app_database,
-    "app database in WAL mode": functools.partial(_app_database, wal=True),
-    "tables named as a state's": _lookalike,
-    "another application id": _other_application,
+    "app database": _sqlite_file("app.db", APP_TABLE),
+    "app database in WAL mode": _sqlite_file("app.db", f"PRAGMA journal_mode=WAL; {APP_TABLE}"),
+    "tables named as a state's": _sqlite_file(  # but not vdbguard's schema note
+        "lookalike.db",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); CREATE TABLE runs (id INTEGER);"
+        "CREATE TABLE records (id TEXT); INSERT INTO meta VALUES ('version', '2')",
+    ),
+    "another application id": _sqlite_file("other.db", "PRAGMA application_id = 42; CREATE TABLE t (x)"),
     "a Chroma store's own database": _chroma_store,
     "not SQLite": _not_sqlite,
-    "an SQLite file without tables": _empty_database,
+    "an SQLite file without tables": _sqlite_file("empty.db", "PRAGMA user_version = 7"),
     "a folder": lambda folder: folder,
 }
 
@@ -239,12 +220,17 @@ DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
 }
 
 
-@pytest.mark.parametrize(("damage", "named"), DAMAGE.values(), ids=DAMAGE.keys())
-def test_a_damaged_state_rescanned_is_a_named_error_that_shows_no_row(
-    tmp_path: Path, big_state: bytes, damage: Callable[[bytes], bytes], named: str
-) -> None:
+@pytest.fixture(params=DAMAGE.values(), ids=DAMAGE.keys())
+def damaged_state(request: pytest.FixtureRequest, tmp_path: Path, big_state: bytes) -> tuple[Path, str]:
+    """The big state with one kind of damage, and what the error must name as damaged."""
+    damage, named = request.param
     state = tmp_path / "state.sqlite"
     state.write_bytes(damage(big_state))
+    return state, named
+
+
+def test_a_damaged_state_rescanned_is_a_named_error_that_shows_no_row(damaged_state: tuple[Path, str]) -> None:
+    state, named = damaged_state
     with pytest.raises(VdbguardError, match=f"the state file {re.escape(str(state))} is damaged") as error:
         rescan(state)
     assert named in error.value.message and "move it aside" in str(error.value.hint)
@@ -253,12 +239,10 @@ def test_a_damaged_state_rescanned_is_a_named_error_that_shows_no_row(
     assert getattr(error.value, "resumable", True) is False
 
 
-@pytest.mark.parametrize(("damage", "named"), DAMAGE.values(), ids=DAMAGE.keys())
 def test_a_damaged_state_rendered_is_a_named_error_that_shows_no_row(
-    tmp_path: Path, big_state: bytes, damage: Callable[[bytes], bytes], named: str
+    tmp_path: Path, damaged_state: tuple[Path, str]
 ) -> None:
-    state = tmp_path / "state.sqlite"
-    state.write_bytes(damage(big_state))
+    state, named = damaged_state
     code, output = render_report(state, tmp_path / "out")
     flat = " ".join(output.split())
     assert code == 2, flat

@@ -173,44 +173,36 @@ def test_pinecone_verifies_both_the_control_plane_and_the_index_host(certificate
 # -- PostgreSQL: a real server with ssl on --------------------------------------------------------------------
 
 
-def test_pgvector_verifies_a_real_postgresql_server_certificate(certificates: Certificates, tmp_path: Path) -> None:
+def test_pgvector_verifies_a_real_postgresql_server_certificate(
+    certificates: Certificates, own_pgvector_server
+) -> None:
     import os
     import shutil
-    import subprocess
 
     import psycopg
 
-    from tests.connectors.contract.backend_pgvector import PgvectorServer
-
-    server = PgvectorServer(tmp_path / "pg")
-    try:
-        server.start()
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"no PostgreSQL server with pgvector here: {str(exc)[:200]}")
-    try:
-        data = server.dir / "data"
-        for source, name in ((certificates.cert, "server.pem"), (certificates.key, "server.key")):
-            shutil.copy(source, data / name)
-            os.chown(data / name, data.stat().st_uid, data.stat().st_gid)
-            (data / name).chmod(0o600)
-        with psycopg.connect(server.url(), autocommit=True) as admin:
-            admin.execute("ALTER SYSTEM SET ssl_cert_file = 'server.pem'")
-            admin.execute("ALTER SYSTEM SET ssl_key_file = 'server.key'")
-            admin.execute("ALTER SYSTEM SET ssl = on")
-            admin.execute("SELECT pg_reload_conf()")
-        pgvector = load_connector("pgvector")
-        with pgvector(collection="notes", url=server.url()) as writer:
-            writer.ensure_collection(DIM, "cosine")
-            writer.upsert([VectorRecord(str(i), np.full(DIM, i + 1, np.float32)) for i in range(3)])
-        with pgvector(collection="notes", url=server.url(), tls_verify=str(certificates.ca)) as verified:
-            assert sorted(r.id for b in verified.iter_batches(batch_size=2) for r in b.records) == ["0", "1", "2"]
-            used = verified._connection().execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
-            assert used.fetchone() == (True,)
-        with pytest.raises(ConnectorError, match="--ca-cert") as refused:
-            _read_ids(pgvector(collection="notes", url=server.url(), tls_verify=str(certificates.other_ca)))
-        assert server.password not in str(refused.value)
-    finally:
-        server.stop()
+    server = own_pgvector_server
+    data = server.dir / "data"
+    for source, name in ((certificates.cert, "server.pem"), (certificates.key, "server.key")):
+        shutil.copy(source, data / name)
+        os.chown(data / name, data.stat().st_uid, data.stat().st_gid)
+        (data / name).chmod(0o600)
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        admin.execute("ALTER SYSTEM SET ssl_cert_file = 'server.pem'")
+        admin.execute("ALTER SYSTEM SET ssl_key_file = 'server.key'")
+        admin.execute("ALTER SYSTEM SET ssl = on")
+        admin.execute("SELECT pg_reload_conf()")
+    pgvector = load_connector("pgvector")
+    with pgvector(collection="notes", url=server.url()) as writer:
+        writer.ensure_collection(DIM, "cosine")
+        writer.upsert([VectorRecord(str(i), np.full(DIM, i + 1, np.float32)) for i in range(3)])
+    with pgvector(collection="notes", url=server.url(), tls_verify=str(certificates.ca)) as verified:
+        assert sorted(r.id for b in verified.iter_batches(batch_size=2) for r in b.records) == ["0", "1", "2"]
+        used = verified._connection().execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+        assert used.fetchone() == (True,)
+    with pytest.raises(ConnectorError, match="--ca-cert") as refused:
+        _read_ids(pgvector(collection="notes", url=server.url(), tls_verify=str(certificates.other_ca)))
+    assert server.password not in str(refused.value)
 
 
 def test_pgvector_verifies_a_remote_server_unless_the_url_says_otherwise(caplog: pytest.LogCaptureFixture) -> None:

@@ -27,19 +27,33 @@ class ReportWriter(ABC):
         yield self.render(report)
 
     def write(self, report: Report, out: Path) -> Path:
-        """Replace the file whole, owner-only (a report names records that leak): a full disk leaves the
-        previous report, never half of a new one."""
+        """Replace the file whole, owner-only (a report names records that leak)."""
         path = out / self.filename
-        try:
-            with atomic_write(path) as handle:
-                for chunk in self.chunks(report):
-                    handle.write(chunk.encode("utf-8"))
-        except OSError as exc:
-            raise VdbguardError(
-                f"cannot write the report {path} ({exc})",
-                "free disk space or pass a writable --out; a previous report there is unchanged",
-            ) from exc
+        replace_file(path, self.chunks(report), "report", "a previous report there is unchanged")
         return path
+
+
+class StreamingReportWriter(ReportWriter):
+    """A writer whose file is its :meth:`chunks`: rendering it whole joins them."""
+
+    @abstractmethod
+    def chunks(self, report: Report) -> Iterator[str]: ...
+
+    def render(self, report: Report) -> str:
+        return "".join(self.chunks(report))
+
+
+def replace_file(path: Path, chunks: Iterable[str], what: str, kept: str) -> None:
+    """Write ``chunks`` to ``path`` through a temporary file, so a full disk leaves the previous file, never half of
+    a new one; a failure says which file (``what``) and what is still there (``kept``)."""
+    try:
+        with atomic_write(path) as handle:
+            for chunk in chunks:
+                handle.write(chunk.encode("utf-8"))
+    except OSError as exc:
+        raise VdbguardError(
+            f"cannot write the {what} {path} ({exc})", f"free disk space or pass a writable --out; {kept}"
+        ) from exc
 
 
 def strongest_evidence(finding: Finding) -> Evidence:

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterator
 from typing import ClassVar
 
-from vdbguard.reports.base import ReportWriter, strongest_evidence
+from vdbguard.reports.base import StreamingReportWriter, strongest_evidence
 from vdbguard.reports.schema import Finding, Report
 
 UNMASKED_WARNING = "# WARNING: unmasked PII (--show-pii); handle this file as PII"
@@ -69,12 +69,9 @@ def csv_chunks(report: Report) -> Iterator[str]:
     yield buffer.getvalue()
 
 
-class CsvReport(ReportWriter):
+class CsvReport(StreamingReportWriter):
     name: ClassVar[str] = "csv"
     filename: ClassVar[str] = "report.csv"
-
-    def render(self, report: Report) -> str:
-        return render_csv(report)
 
     def chunks(self, report: Report) -> Iterator[str]:
         return csv_chunks(report)

@@ -5,16 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from vdbguard.reports.base import ReportWriter, splice_list
+from vdbguard.reports.base import StreamingReportWriter, splice_list
 from vdbguard.reports.schema import Report
 
 
-class JsonReport(ReportWriter):
+class JsonReport(StreamingReportWriter):
     name: ClassVar[str] = "json"
     filename: ClassVar[str] = "report.json"
-
-    def render(self, report: Report) -> str:
-        return "".join(self.chunks(report))
 
     def chunks(self, report: Report) -> Iterator[str]:
         if report.findings or not report.finding_count:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 from vdbguard.masking import mask
-from vdbguard.reports.base import ReportWriter, splice_list, strongest_evidence
+from vdbguard.reports.base import StreamingReportWriter, splice_list, strongest_evidence
 from vdbguard.reports.schema import VECTOR, Finding, Report, Severity
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -228,12 +228,9 @@ def sarif_chunks(report: Report) -> Iterator[str]:
     yield from splice_list(json.dumps(log, indent=2, ensure_ascii=False), "results", results)
 
 
-class SarifReport(ReportWriter):
+class SarifReport(StreamingReportWriter):
     name: ClassVar[str] = "sarif"
     filename: ClassVar[str] = "report.sarif"
-
-    def render(self, report: Report) -> str:
-        return render_sarif(report)
 
     def chunks(self, report: Report) -> Iterator[str]:
         return sarif_chunks(report)

@@ -29,9 +29,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from vdbguard.cache import atomic_write
 from vdbguard.credentials import safe_text
 from vdbguard.errors import VdbguardError
+from vdbguard.reports.base import replace_file
 from vdbguard.reports.markdown import code_span, escape_text
 from vdbguard.reports.schema import Finding, Report, Severity
 
@@ -249,14 +249,7 @@ class StoreSummary:
         written = []
         for name, text in ((JSON_FILE, document), (MARKDOWN_FILE, self.markdown())):
             path = out / name
-            try:
-                with atomic_write(path) as handle:
-                    handle.write(text.encode("utf-8"))
-            except OSError as exc:
-                raise VdbguardError(
-                    f"cannot write the store summary {path} ({exc})",
-                    "free disk space or pass a writable --out; each collection's reports are written",
-                ) from exc
+            replace_file(path, [text], "store summary", "each collection's reports are written")
             written.append(path)
         return written
 

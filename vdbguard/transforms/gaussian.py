@@ -12,6 +12,7 @@ This module also holds the small row helpers the other vector transforms share.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -66,8 +67,8 @@ def check_strength(strength: float, name: str, positive: bool = True) -> float:
     return value
 
 
-class GaussianNoise(Transform):
-    """Add ``N(0, λ²)`` to each coordinate; rows that came in unit-length go out unit-length.
+class AdditiveNoise(Transform):
+    """Store ``x + z`` for noise ``z`` drawn by :meth:`noise`; rows that came in unit-length go out unit-length.
 
     ``renormalize``: ``None`` (default) re-normalises exactly the rows whose input norm was 1, so a
     cosine index sees unit vectors as before and non-unit inputs keep raw additive noise; ``True``
@@ -76,27 +77,44 @@ class GaussianNoise(Transform):
     differences); the same seed and the same sequence of calls reproduce the same output.
     """
 
-    name: ClassVar[str] = "gaussian"
-    description: ClassVar[str] = (
-        "Gaussian noise N(0, λ²) per coordinate, re-normalised for unit rows (Vec2Text §6, Morris et al. 2023)"
-    )
-    strength_meaning: ClassVar[str] = "noise scale λ: per-coordinate standard deviation (larger is stronger)"
-    # expected noise norm is λ·√d: 0.02 … 2.0 for d = 384
-    default_strength: ClassVar[float] = 0.05
-    default_strengths: ClassVar[tuple[float, ...]] = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1)
+    strength_name: ClassVar[str]  # what the error for a bad strength calls it
+    zero_allowed: ClassVar[bool] = False  # whether strength 0 (no noise at all) passes the check
 
     def __init__(self, strength: float | None = None, seed: int | None = None, renormalize: bool | None = None) -> None:
         super().__init__(strength, seed)
-        self.strength = check_strength(self.strength, "noise scale λ", positive=False)
+        self.strength = check_strength(self.strength, self.strength_name, positive=not self.zero_allowed)
         self.renormalize = renormalize
         self._rng = np.random.default_rng(seed)
 
+    @abstractmethod
+    def noise(self, n: int, d: int) -> np.ndarray:
+        """``n`` float32 draws of the noise in R^d, from the instance's generator."""
+
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         rows = as_rows(vectors)
-        noisy = self._rng.standard_normal(rows.shape, dtype=np.float32)
-        noisy *= np.float32(self.strength)
+        noisy = self.noise(*rows.shape)
         noisy += rows
         return renormalize_rows(noisy, rows, self.renormalize)
 
     def params(self) -> dict[str, Any]:
         return {"strength": self.strength, "seed": self.seed, "renormalize": self.renormalize}
+
+
+class GaussianNoise(AdditiveNoise):
+    """Add ``N(0, λ²)`` to each coordinate; ``renormalize`` as in :class:`AdditiveNoise`."""
+
+    name: ClassVar[str] = "gaussian"
+    description: ClassVar[str] = (
+        "Gaussian noise N(0, λ²) per coordinate, re-normalised for unit rows (Vec2Text §6, Morris et al. 2023)"
+    )
+    strength_meaning: ClassVar[str] = "noise scale λ: per-coordinate standard deviation (larger is stronger)"
+    strength_name: ClassVar[str] = "noise scale λ"
+    zero_allowed: ClassVar[bool] = True
+    # expected noise norm is λ·√d: 0.02 … 2.0 for d = 384
+    default_strength: ClassVar[float] = 0.05
+    default_strengths: ClassVar[tuple[float, ...]] = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1)
+
+    def noise(self, n: int, d: int) -> np.ndarray:
+        z = self._rng.standard_normal((n, d), dtype=np.float32)
+        z *= np.float32(self.strength)
+        return z

@@ -36,7 +36,7 @@ import numpy as np
 
 from vdbguard.errors import VdbguardError
 from vdbguard.transforms.base import Transform
-from vdbguard.transforms.gaussian import as_rows, check_strength, renormalize_rows, squared_norms
+from vdbguard.transforms.gaussian import AdditiveNoise, as_rows, check_strength, squared_norms
 
 
 def ball_noise(rng: np.random.Generator, n: int, d: int, radii: np.ndarray) -> np.ndarray:
@@ -46,10 +46,10 @@ def ball_noise(rng: np.random.Generator, n: int, d: int, radii: np.ndarray) -> n
     return g
 
 
-class GeneralizedLaplace(Transform):
+class GeneralizedLaplace(AdditiveNoise):
     """Add multivariate Laplace noise ``r·u`` (u uniform direction, r ~ Gamma(d, 1/ε)); ε-d_X-private.
 
-    ``renormalize`` follows :class:`~vdbguard.transforms.gaussian.GaussianNoise` (default: rows that
+    ``renormalize`` follows :class:`~vdbguard.transforms.gaussian.AdditiveNoise` (default: rows that
     were unit stay unit); re-normalising is post-processing and keeps the guarantee.
     """
 
@@ -58,28 +58,14 @@ class GeneralizedLaplace(Transform):
         "multivariate Laplace mechanism for metric DP: noise r·u, r ~ Gamma(d, 1/ε) (Feyisetan et al. 2020)"
     )
     strength_meaning: ClassVar[str] = "privacy parameter ε per unit of Euclidean distance (smaller is stronger)"
+    strength_name: ClassVar[str] = "privacy parameter ε"
     # mean noise norm d/ε: 0.04 … 3.8 for d = 384
     default_strength: ClassVar[float] = 250.0
     default_strengths: ClassVar[tuple[float, ...]] = (10000.0, 5000.0, 2500.0, 1000.0, 500.0, 250.0, 100.0)
 
-    def __init__(self, strength: float | None = None, seed: int | None = None, renormalize: bool | None = None) -> None:
-        super().__init__(strength, seed)
-        self.strength = check_strength(self.strength, "privacy parameter ε")
-        self.renormalize = renormalize
-        self._rng = np.random.default_rng(seed)
-
     def noise(self, n: int, d: int) -> np.ndarray:
         """``n`` draws of the mechanism's noise: density ∝ exp(-ε‖z‖) in R^d."""
         return ball_noise(self._rng, n, d, self._rng.standard_gamma(d, size=n) / self.strength)
-
-    def apply(self, vectors: np.ndarray) -> np.ndarray:
-        rows = as_rows(vectors)
-        noisy = self.noise(*rows.shape)
-        noisy += rows
-        return renormalize_rows(noisy, rows, self.renormalize)
-
-    def params(self) -> dict[str, Any]:
-        return {"strength": self.strength, "seed": self.seed, "renormalize": self.renormalize}
 
 
 def sample_vmf_cosines(rng: np.random.Generator, kappa: float, d: int, n: int) -> np.ndarray:

@@ -79,8 +79,8 @@ class Int8Quantize(Transform):
         self.scale = (peak / self.levels).astype(np.float32)
         return self
 
-    def encode(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(codes, scale)``: int8 codes of shape (n, d) and the float32 scale, (d,) or a 1-element array."""
+    def _levels(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The codes as float32 (rounded and clipped to ±levels), and the fitted scale they multiply."""
         if self.scale is None:
             raise not_fitted_error(self)
         rows = as_rows(vectors)
@@ -88,8 +88,12 @@ class Int8Quantize(Transform):
         scaled = rows / self.scale
         np.rint(scaled, out=scaled)
         np.clip(scaled, -self.levels, self.levels, out=scaled)
-        scale = self.scale if self.per_dimension else self.scale[:1].copy()
-        return scaled.astype(np.int8), scale
+        return scaled, self.scale
+
+    def encode(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, scale)``: int8 codes of shape (n, d) and the float32 scale, (d,) or a 1-element array."""
+        scaled, scale = self._levels(vectors)
+        return scaled.astype(np.int8), scale if self.per_dimension else scale[:1].copy()
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         if self.scale is None:
@@ -97,14 +101,8 @@ class Int8Quantize(Transform):
         return codes.astype(np.float32) * self.scale
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
-        if self.scale is None:
-            raise not_fitted_error(self)
-        rows = as_rows(vectors)
-        _check_dim(rows, self.scale.size, self.name)
-        out = rows / self.scale  # fused rint / clip / rescale in float32 skips the int8 round trip
-        np.rint(out, out=out)
-        np.clip(out, -self.levels, self.levels, out=out)
-        out *= self.scale
+        out, scale = self._levels(vectors)  # rescaled in float32: the int8 round trip is skipped
+        out *= scale
         return out
 
     def params(self) -> dict[str, Any]:
