@@ -26,6 +26,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -420,29 +421,8 @@ class DefenseBench:
 
 
 def evaluate_defense(
-    transform: Transform,
-    embedder: Embedder,
-    items: Sequence[EvalItem],
-    *,
-    attacks: Sequence[str] = (),
-    cheap: bool = False,
-    profile: str = "default",
-    adaptive: bool = True,
-    progress: ProgressSink | None = None,
-    seed: int = 0,
-    attack_limit: int | None = None,
-    seconds_per_record: float = SECONDS_PER_RECORD,
+    transform: Transform, embedder: Embedder, items: Sequence[EvalItem], *, adaptive: bool = True, **bench: Any
 ) -> DefensePoint:
-    """Measure one transform setting (see the module docstring); leakage on at most ``attack_limit`` records."""
-    bench = DefenseBench(
-        embedder,
-        items,
-        attacks=attacks,
-        cheap=cheap,
-        profile=profile,
-        attack_limit=attack_limit,
-        seconds_per_record=seconds_per_record,
-        seed=seed,
-        progress=progress,
-    )
-    return bench.measure(transform, adaptive=adaptive)
+    """Measure one transform setting (see the module docstring); ``bench``: ``DefenseBench``'s settings (the
+    attacks, ``attack_limit`` records at most, the budget, the seed, progress)."""
+    return DefenseBench(embedder, items, **bench).measure(transform, adaptive=adaptive)
