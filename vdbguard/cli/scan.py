@@ -8,7 +8,7 @@ import datetime
 import functools
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,8 +209,7 @@ def scan(**flags: Any) -> None:
     if flags["state"] is not None:
         writable_dir(flags["state"].parent, "the --state folder")
     folders = "none" if patterns is None else "collection"
-    with _resume_hint(flags["state"]):
-        exit_with(_scan_job(config, baseline, summary, flags["webhook"], folders), summary)
+    exit_with(_scan_job(config, baseline, summary, flags["webhook"], folders), summary)
 
 
 def _job_from_flags(flags: Mapping[str, Any], collections: list[str], settings: Mapping[str, Any]) -> JobConfig:
@@ -270,18 +269,6 @@ def _collection_patterns(collection: str) -> list[str] | None:
     return patterns
 
 
-@contextlib.contextmanager
-def _resume_hint(state: Path | None) -> Iterator[None]:
-    """A scan with --state that fails after committing records says that it resumes: they are kept."""
-    try:
-        yield
-    except VdbguardError as exc:
-        if state is not None and exc.resumable:
-            resume = f"what was scanned is kept in {state}: run the same command again to resume"
-            exc.hint = f"{exc.hint}; then {resume}" if exc.hint else resume
-        raise
-
-
 def _scan_job_file(config_file: Path, baseline: list[Suppression], summary: JsonSummary | None) -> int:
     """Every collection of the job file; the exit code is the worst."""
     from vdbguard.config import load_job
@@ -313,7 +300,7 @@ def _scan_job(
     with progress() as bars:
         for result in run_job(config, progress=bars, on_failure=publisher.failed, folders=folders):
             if isinstance(result, CollectionFailure) and one:
-                raise result.error
+                raise _resumable(result.error, config.job.state)
             if isinstance(result, CollectionFailure):
                 _say_failed(result, config.job.state)
                 publisher.store_summary.add_failure(result.store, result.collection, result.error)
@@ -336,13 +323,18 @@ def _scan_job(
     return code
 
 
+def _resumable(error: VdbguardError, state: Path | None) -> VdbguardError:
+    """The error of a scan with --state that failed after committing records, its hint saying that it resumes."""
+    if state is not None and error.resumable:
+        resume = f"what was scanned is kept in {state}: run the same command again to resume"
+        error.hint = f"{error.hint}; then {resume}" if error.hint else resume
+    return error
+
+
 def _say_failed(failure: CollectionFailure, state: Path | None) -> None:
     """A collection that failed, said as it happens; the job goes on with the next."""
-    hint = failure.error.hint
-    if state is not None and failure.error.resumable:
-        resume = f"what was scanned is kept in {state}: run the same command again to resume"
-        hint = f"{hint}; then {resume}" if hint else resume
-    say_error(f"{failure.store}/{failure.collection}: {failure.error.message} (the other collections go on)", hint)
+    error = _resumable(failure.error, state)
+    say_error(f"{failure.store}/{failure.collection}: {error.message} (the other collections go on)", error.hint)
 
 
 def _published(
