@@ -27,6 +27,7 @@ from vdbguard.reports import DEFAULT_FORMATS
 from vdbguard.reports.schema import Report, Severity
 
 if TYPE_CHECKING:
+    from vdbguard.config import StoreSettings
     from vdbguard.connectors.base import Connector
     from vdbguard.reports.summary import JsonSummary
 
@@ -325,6 +326,18 @@ def store_flags(path: Path | None, url: str | None, option: tuple[str, ...]) -> 
             raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
         settings["tls_verify"] = tls_verify
     return settings
+
+
+def flags_store(
+    name: str, collections: list[str], path: Path | None, url: str | None, option: tuple[str, ...]
+) -> StoreSettings:
+    """The store the flags name, as a job names its stores: --option pairs (and TLS) its options, secrets remembered
+    to mask."""
+    from vdbguard.config import StoreSettings
+
+    settings = store_flags(path, url, option)
+    options = {key: value for key, value in settings.items() if key not in ("path", "url")}
+    return StoreSettings.from_flags(name, path, url, options, collections)
 
 
 def open_connector(

@@ -17,6 +17,7 @@ from vdbguard.cli.common import (
     embedder_option,
     exit_code,
     fail_on_option,
+    flags_store,
     friendly_errors,
     open_connector,
     options,
@@ -25,7 +26,6 @@ from vdbguard.cli.common import (
     profile_option,
     progress,
     say,
-    store_flags,
     store_options,
     write_json,
 )
@@ -187,16 +187,15 @@ def _leak_scan(
     flags, its reports into ``out`` (none kept without)."""
     import tempfile
 
-    from vdbguard.config import JobConfig, JobSettings, OutputSettings, StoreSettings
+    from vdbguard.config import JobConfig, JobSettings, OutputSettings
     from vdbguard.scan.job import CollectionFailure, run_job
 
     connector_name, path, url, option = store
-    options = {key: value for key, value in store_flags(path, url, option).items() if key not in ("path", "url")}
     with contextlib.ExitStack() as stack:
         folder = out or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vdbguard-protect-")))
         config = JobConfig(
             job=JobSettings(embedder=embedder),
-            stores=[StoreSettings.from_flags(connector_name, path, url, options, [collection])],
+            stores=[flags_store(connector_name, [collection], path, url, option)],
             output=OutputSettings(dir=folder),
         )
         with progress() as bars:

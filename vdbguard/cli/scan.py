@@ -21,6 +21,7 @@ from vdbguard.cli.common import (
     exit_code,
     exit_with,
     fail_on_option,
+    flags_store,
     format_option,
     friendly_errors,
     job_option,
@@ -32,7 +33,6 @@ from vdbguard.cli.common import (
     say,
     say_error,
     say_reports_written,
-    store_flags,
     store_options,
 )
 from vdbguard.cli.help import Command, advanced
@@ -41,7 +41,7 @@ from vdbguard.errors import VdbguardError
 from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
 
 if TYPE_CHECKING:
-    from vdbguard.config import JobConfig, Suppression
+    from vdbguard.config import JobConfig, StoreSettings, Suppression
     from vdbguard.reports.schema import Report
     from vdbguard.scan.job import CollectionFailure, CollectionResult, Folders
     from vdbguard.scan.publish import Publisher
@@ -202,7 +202,7 @@ def scan(**flags: Any) -> None:
     if flags["executor"] != "ray" and (flags["ray_address"] or flags["workers"] != job_default(JobSettings, "workers")):
         raise click.UsageError("--address and --workers are for --executor ray")
     patterns = _collection_patterns(collection)
-    config = _job_from_flags(flags, patterns or [collection], store_flags(path, url, flags["option"]))
+    config = _job_from_flags(flags, flags_store(name, patterns or [collection], path, url, flags["option"]))
     if flags["identifiers_file"] is not None:
         config = config.model_copy(update=dict(load_identifiers(flags["identifiers_file"])))
     writable_dir(flags["dir"])  # named by its flag here; the job checks each collection's folder again
@@ -212,18 +212,16 @@ def scan(**flags: Any) -> None:
     exit_with(_scan_job(config, baseline, summary, flags["webhook"], folders), summary)
 
 
-def _job_from_flags(flags: Mapping[str, Any], collections: list[str], settings: Mapping[str, Any]) -> JobConfig:
-    """The job `scan`'s flags describe: one store, the collections --collection names, the flags' settings, so that
-    it runs as a job file's collections do. ``settings``: the connector's (path and url are the store's own)."""
+def _job_from_flags(flags: Mapping[str, Any], store: StoreSettings) -> JobConfig:
+    """The job `scan`'s flags describe: its one store, the flags' settings, so that it runs as a job file's
+    collections do."""
     from pydantic import BaseModel, ValidationError
 
-    from vdbguard.config import JobConfig, StoreSettings
+    from vdbguard.config import JobConfig
 
     def section(model: type[BaseModel]) -> dict[str, Any]:
         return {field: flags[field] for field in model.model_fields if field in flags}
 
-    options = {key: value for key, value in settings.items() if key not in ("path", "url")}
-    store = StoreSettings.from_flags(flags["connector_name"], flags["path"], flags["url"], options, collections)
     try:
         return JobConfig(
             job=JobSettings(**section(JobSettings)),
