@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -12,6 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,9 @@ from typing import Any
 import numpy as np
 from vdbguard.connectors.base import CollectionInfo, Connector
 
+from vdbguard.masking import mask_if
 from vdbguard.records import Batch, VectorRecord
-from vdbguard.reports.schema import Summary
+from vdbguard.reports.schema import Evidence, ExpectedQuality, Finding, Severity, Summary
 from vdbguard.transforms.base import Transform
 
 
@@ -126,6 +129,51 @@ def chroma_store_table(store: str | Path, collection: str, name: str = "demo") -
     """A job file's [[stores]] table for ``collection`` of the embedded Chroma store at ``store``: the path as a
     literal string, so that a Windows path's backslashes are read as written."""
     return f'[[stores]]\nname = "{name}"\nconnector = "chroma"\npath = \'{store}\'\ncollections = ["{collection}"]\n'
+
+
+def _toml_table(header: str, **values: object) -> str:
+    """``header`` and a ``key = value`` line a value: strings and lists as JSON writes them, which TOML reads
+    alike, anything else (a number, a date) as Python prints it."""
+    lines = [f"{key} = {json.dumps(v) if isinstance(v, str | list) else v}" for key, v in values.items()]
+    return "\n".join([header, *lines, ""])
+
+
+def chroma_job(store: str | Path, collection: str, **job: str) -> str:
+    """A job file with these ``[job]`` settings that scans ``collection`` of the embedded Chroma store at
+    ``store`` (store "demo") and writes its json and sarif reports under reports/."""
+    output = _toml_table("[output]", dir="reports", formats=["json", "sarif"])
+    return f"{_toml_table('[job]', **job)}\n{chroma_store_table(store, collection)}\n{output}"
+
+
+def suppression(record_id: str, reason: str, expires: date, owner: str = "qa", **scope: str) -> str:
+    """One ``[[suppressions]]`` table, as a job file or a suppression list holds it."""
+    return _toml_table("[[suppressions]]", record_id=record_id, **scope, reason=reason, owner=owner, expires=expires)
+
+
+def make_evidence(
+    attack: str, pii_type: str, score: float, threshold: float, recovered: str | None = None, *, masked: bool = False
+) -> Evidence:
+    """One attack's evidence with no detail; ``recovered`` masked when ``masked``, as a scan without --show-pii."""
+    shown = None if recovered is None else mask_if(recovered, masked)
+    return Evidence(attack=attack, pii_type=pii_type, score=score, threshold=threshold, detail="", recovered=shown)
+
+
+def make_finding(record_id: str, severity: Severity, *evidence: Evidence, **fields: Any) -> Finding:
+    """A finding in collection "notes" for the types its evidence names, in that order; ``fields`` set the rest."""
+    fields = {"collection": "notes", "pii_types": [e.pii_type for e in evidence], **fields}
+    return Finding(record_id=record_id, severity=severity, evidence=[*evidence], **fields)
+
+
+def benchmark_quality(source: str, recall: float, false_positive_rate: float) -> ExpectedQuality:
+    """The real-text benchmark's default-mode result on ``source``, as a report quotes it."""
+    return ExpectedQuality(
+        mode="default",
+        source=source,
+        recall=recall,
+        false_positive_rate=false_positive_rate,
+        measured_on="2025-02-01",
+        command="python benchmarks/real_text.py",
+    )
 
 
 def bare_summary(scanned: int, flagged: int = 0) -> Summary:

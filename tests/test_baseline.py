@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import suppression
 from tests.reports.test_writers import make_report
 from vdbguard.baseline import BaselineSuppression, load_baseline
 from vdbguard.errors import VdbguardError
@@ -66,21 +68,8 @@ def test_a_large_baseline_is_applied_in_linear_time(tmp_path: Path) -> None:
 def test_a_suppression_list_in_the_job_files_form(tmp_path: Path) -> None:
     listed = tmp_path / "accepted.toml"
     listed.write_text(
-        """
-[[suppressions]]
-record_id = "doc-1"
-pii_type = "email"
-reason = "test account"
-owner = "qa"
-expires = 2099-01-01
-
-[[suppressions]]
-record_id = "doc-*"
-collection = "notes"
-reason = "old"
-owner = "qa"
-expires = 2000-01-01
-""",
+        suppression("doc-1", "test account", date(2099, 1, 1), pii_type="email")
+        + suppression("doc-*", "old", date(2000, 1, 1), collection="notes"),
         encoding="utf-8",
     )
     active, expired = load_baseline(listed)

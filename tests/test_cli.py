@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import chroma_store_table, free_port, http_recorder, make_chroma_store
+from tests.helpers import chroma_job, free_port, http_recorder, make_chroma_store
 from vdbguard.cli import fix_malloc_thresholds, main
 from vdbguard.reports.schema import SCHEMA_VERSION, Report
 
@@ -462,19 +462,7 @@ def test_a_job_file_scan_prints_one_json_summary(pii_store, small_attacks, tmp_p
 
     store_path, collection, _ = pii_store
     job = tmp_path / "vdbguard.toml"
-    job.write_text(
-        f"""
-[job]
-profile = "small"
-fail_on = "critical"
-
-{chroma_store_table(store_path, collection)}
-[output]
-dir = "reports"
-formats = ["json", "sarif"]
-""",
-        encoding="utf-8",
-    )
+    job.write_text(chroma_job(store_path, collection, profile="small", fail_on="critical"), encoding="utf-8")
     result = CliRunner().invoke(main, ["scan", "--config", str(job), "--json"], catch_exceptions=False)
     (line,) = result.stdout.splitlines()
     summary = json.loads(line)

@@ -1,12 +1,18 @@
 """No module imports from a layer above its own: the pipeline reads bottom-up, and stays that way.
 
-Function-level (lazy) imports count too: deferring an import does not remove the dependency.
+Function-level (lazy) imports count too: deferring an import does not remove the dependency. Calls are followed
+too: in a real `vdbguard scan`, work handed from a lower layer's file up to a higher one's (a callback) stays rare.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,3 +138,66 @@ def test_no_import_circle_in_the_package() -> None:
 
 def test_the_circle_check_sees_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _layer_of_file(filename: str) -> tuple[int, str] | None:
+    """(layer, path in the checkout) of a vdbguard source file; None for anything else (libraries, tests)."""
+    path = Path(filename)
+    if not path.is_relative_to(ROOT):
+        return None
+    relative = path.relative_to(ROOT)
+    if relative.parts[0] == "connectors":
+        return LAYER_OF["connectors"], str(relative)
+    if relative.parts[0] != "vdbguard" or len(relative.parts) < 2:
+        return None
+    unit = relative.parts[1].removesuffix(".py")
+    return (LAYER_OF[unit], str(relative)) if unit in LAYER_OF else None
+
+
+def _hand_offs(run: Callable[[], Any]) -> tuple[Any, dict[tuple[str, str], bool]]:
+    """What ``run`` returns, and each (caller file, callee file) pair of vdbguard's files it called across, in any
+    thread: True where the callee's layer is above the caller's."""
+    seen: dict[tuple[str, str], bool] = {}
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = _layer_of_file(frame.f_code.co_filename), _layer_of_file(frame.f_back.f_code.co_filename)
+        if callee is not None and caller is not None and callee[1] != caller[1]:
+            seen.setdefault((caller[1], callee[1]), callee[0] > caller[0])
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        result = run()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return result, seen
+
+
+def test_a_scan_rarely_hands_work_up_a_layer(pii_store, model_cache: Path, tmp_path: Path) -> None:
+    """Followed from `scan`'s flags to its report, a call from a lower layer's file into a higher one's is a place
+    where the pipeline stops reading bottom-up; generators a lower layer iterates count too. At most 15."""
+    from click.testing import CliRunner
+
+    from vdbguard.cli import main
+
+    path, collection, _ = pii_store
+    args = ["scan", "--connector", "chroma", "--path", str(path), "--collection", collection, "--out", str(tmp_path)]
+    result, seen = _hand_offs(lambda: CliRunner().invoke(main, args))
+    assert result.exit_code == 1, result.output
+    assert (tmp_path / "report.json").exists()
+    upward = sorted(f"{caller} -> {callee}" for (caller, callee), up in seen.items() if up)
+    assert len(seen) > 50, "the trace missed the scan"
+    assert len(upward) <= 15, "calls up a layer:\n" + "\n".join(upward)
+
+
+def test_the_call_trace_sees_a_call_up_a_layer() -> None:
+    low, high = ROOT / "vdbguard" / "errors.py", ROOT / "vdbguard" / "cli" / "common.py"
+    names: dict[str, Any] = {}
+    exec(compile("def callback():\n    return 1\n", str(high), "exec"), names)
+    exec(compile("def call(f):\n    return f()\n", str(low), "exec"), names)
+    result, seen = _hand_offs(lambda: names["call"](names["callback"]))
+    assert result == 1
+    assert seen == {("vdbguard/errors.py", "vdbguard/cli/common.py"): True}

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.helpers import chroma_store_table
+from tests.helpers import chroma_job
 from vdbguard.config import load_job
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -294,20 +294,8 @@ def test_cron_wrapper_runs_the_job(tmp_path: Path, pii_store, model_cache: Path)
     store_path, collection, _truth = pii_store
     job_file = tmp_path / "job" / "vdbguard.toml"
     job_file.parent.mkdir()
-    job_file.write_text(
-        f"""
-[job]
-state = "state.sqlite"
-profile = "small"
-fail_on = "high"
-
-{chroma_store_table(store_path, collection)}
-[output]
-dir = "reports"
-formats = ["json", "sarif"]
-""",
-        encoding="utf-8",
-    )
+    job = chroma_job(store_path, collection, state="state.sqlite", profile="small", fail_on="high")
+    job_file.write_text(job, encoding="utf-8")
     logs = tmp_path / "logs"
     done = subprocess.run(
         ["bash", str(EXAMPLES / "cron" / "nightly-scan.sh")],

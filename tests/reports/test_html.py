@@ -13,13 +13,14 @@ import sqlite3
 import struct
 import subprocess
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import benchmark_quality, make_evidence, make_finding
 from vdbguard.errors import VdbguardError
-from vdbguard.masking import mask_if
 from vdbguard.reports import write_reports
 from vdbguard.reports.html import (
     MAX_HISTORY_ROWS,
@@ -37,8 +38,6 @@ from vdbguard.reports.schema import (
     AttackInfo,
     Coverage,
     EmbedderInfo,
-    Evidence,
-    ExpectedQuality,
     Finding,
     InferredAttribute,
     RecordProblem,
@@ -56,19 +55,12 @@ T0 = datetime(2025, 3, 1, 6, 0, tzinfo=UTC)
 
 
 def make_report(masked: bool = True, runs: int = 3, extra_findings: int = 0) -> Report:
-    def evidence(attack: str, pii_type: str, score: float, threshold: float, value: str | None = None) -> Evidence:
-        recovered = None if value is None else mask_if(value, masked)
-        return Evidence(
-            attack=attack, pii_type=pii_type, score=score, threshold=threshold, detail="", recovered=recovered
-        )
-
+    evidence = partial(make_evidence, masked=masked)
     findings = [
-        Finding(
-            record_id=HOSTILE,
-            collection="notes",
-            severity=Severity.LOW,
-            pii_types=["PHONE"],
-            evidence=[evidence("pii-probe", "PHONE", 0.52, 0.5, "555-0100")],
+        make_finding(
+            HOSTILE,
+            Severity.LOW,
+            evidence("pii-probe", "PHONE", 0.52, 0.5, "555-0100"),
             recovered_words=["<img src=x onerror=alert(2)>", "call"],
         ),
         Finding(
@@ -83,30 +75,13 @@ def make_report(masked: bool = True, runs: int = 3, extra_findings: int = 0) -> 
                 InferredAttribute(attack="attribute-probe", attribute="sex", value="m", probability=0.8, threshold=0.7)
             ],
         ),
-        Finding(
-            record_id="doc-2",
-            collection="notes",
-            namespace="tenant-a",
-            severity=Severity.HIGH,
-            pii_types=["PERSON"],
-            evidence=[evidence("bag-of-words", "PERSON", 0.7, 0.6, "Jane Doe")],
+        make_finding(
+            "doc-2", Severity.HIGH, evidence("bag-of-words", "PERSON", 0.7, 0.6, "Jane Doe"), namespace="tenant-a"
         ),
-        Finding(
-            record_id="doc-3",
-            collection="notes",
-            severity=Severity.MEDIUM,
-            pii_types=["LOCATION"],
-            evidence=[evidence("pii-probe", "LOCATION", 0.66, 0.5, "Berlin")],
-        ),
+        make_finding("doc-3", Severity.MEDIUM, evidence("pii-probe", "LOCATION", 0.66, 0.5, "Berlin")),
     ]
     findings += [
-        Finding(
-            record_id=f"bulk-{i}",
-            collection="notes",
-            severity=Severity.LOW,
-            pii_types=["PHONE"],
-            evidence=[evidence("pii-probe", "PHONE", 0.5 + (i % 40) / 100, 0.5)],
-        )
+        make_finding(f"bulk-{i}", Severity.LOW, evidence("pii-probe", "PHONE", 0.5 + (i % 40) / 100, 0.5))
         for i in range(extra_findings)
     ]
     by_severity = {sev.value: sum(f.severity == sev for f in findings) for sev in Severity}
@@ -142,16 +117,7 @@ def make_report(masked: bool = True, runs: int = 3, extra_findings: int = 0) -> 
         ),
         findings=findings,
         record_problems=[RecordProblem(record_id="bad-1", field="embedding", problem="has NaN values")],
-        expected_quality=[
-            ExpectedQuality(
-                mode="default",
-                source="wikipedia bios",
-                recall=0.62,
-                false_positive_rate=0.031,
-                measured_on="2025-02-01",
-                command="python benchmarks/real_text.py",
-            )
-        ],
+        expected_quality=[benchmark_quality("wikipedia bios", 0.62, 0.031)],
         coverage=Coverage(
             records_in_collection=100,
             records_attacked=7,

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from tests.helpers import benchmark_quality, make_evidence
 from vdbguard.masking import mask_if
 from vdbguard.reports import write_reports
 from vdbguard.reports.markdown import render_markdown
@@ -18,8 +19,6 @@ from vdbguard.reports.schema import (
     AttackInfo,
     Coverage,
     EmbedderInfo,
-    Evidence,
-    ExpectedQuality,
     Finding,
     InferredAttribute,
     OwnerCalibration,
@@ -57,21 +56,14 @@ def report_with(value: str, masked: bool = False, recovered: str | None = None) 
     """A report in which every string a store or a user could set is ``value`` (the recovered values are
     ``recovered``, masked if ``masked``, when given); the rest is fixed."""
     recovered = mask_if(value if recovered is None else recovered, masked)
-    evidence = Evidence(
-        attack="pii-probe",
-        pii_type="PERSON",
-        score=0.9,
-        threshold=0.5,
-        detail="",
-        recovered=recovered,
-    )
+    evidence = make_evidence("pii-probe", "PERSON", 0.9, 0.5, recovered)
     findings = [
         Finding(
             record_id=value,
             collection=value,
             severity=Severity.CRITICAL,
             pii_types=["PERSON", value],
-            evidence=[evidence, Evidence(attack="fused", pii_type=value, score=0.95, threshold=0.9, detail="")],
+            evidence=[evidence, make_evidence("fused", value, 0.95, 0.9)],
             recovered_words=[recovered, "call"],
             confirmed_by_source={value: True},
             inferred_attributes=[
@@ -89,7 +81,7 @@ def report_with(value: str, masked: bool = False, recovered: str | None = None) 
             collection=value,
             severity=Severity.LOW,
             pii_types=["PHONE"],
-            evidence=[Evidence(attack="pii-probe", pii_type="PHONE", score=0.55, threshold=0.5, detail="")],
+            evidence=[make_evidence("pii-probe", "PHONE", 0.55, 0.5)],
         ),
     ]
     return Report(
@@ -124,16 +116,7 @@ def report_with(value: str, masked: bool = False, recovered: str | None = None) 
             aligned_to=value,
             loaded_from=value,
         ),
-        expected_quality=[
-            ExpectedQuality(
-                mode="default",
-                source=value,
-                recall=0.6,
-                false_positive_rate=0.03,
-                measured_on="2025-02-01",
-                command="python benchmarks/real_text.py",
-            )
-        ],
+        expected_quality=[benchmark_quality(value, 0.6, 0.03)],
         coverage=Coverage(
             records_in_collection=10,
             records_attacked=10,

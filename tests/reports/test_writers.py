@@ -6,19 +6,19 @@ from __future__ import annotations
 import csv
 import json
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from tests.helpers import make_evidence, make_finding
 from vdbguard.errors import VdbguardError
-from vdbguard.masking import mask_if
 from vdbguard.reports import write_reports
 from vdbguard.reports.csv_report import UNMASKED_WARNING, render_csv
 from vdbguard.reports.sarif import fingerprint, render_sarif
 from vdbguard.reports.schema import (
     EmbedderInfo,
-    Evidence,
     Finding,
     Report,
     Severity,
@@ -27,15 +27,11 @@ from vdbguard.reports.schema import (
 )
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+FORMULA = '=HYPERLINK("http://x","Jane")'  # doc-2's recovered value: a spreadsheet would run it
 
 
 def make_report(masked: bool = True) -> Report:
-    def evidence(attack: str, pii_type: str, score: float, threshold: float, value: str | None) -> Evidence:
-        recovered = None if value is None else mask_if(value, masked)
-        return Evidence(
-            attack=attack, pii_type=pii_type, score=score, threshold=threshold, detail="", recovered=recovered
-        )
-
+    evidence = partial(make_evidence, masked=masked)
     findings = [
         Finding(
             record_id="doc-1",
@@ -44,25 +40,14 @@ def make_report(masked: bool = True) -> Report:
             pii_types=["EMAIL", "PERSON"],
             evidence=[
                 evidence("pii-probe", "PERSON", 0.9, 0.5, "John Smith"),
-                evidence("fused", "EMAIL", 0.95, 0.9, None),
+                evidence("fused", "EMAIL", 0.95, 0.9),
             ],
             confirmed_by_source={"EMAIL": True, "PERSON": False},
         ),
-        Finding(
-            record_id="doc-2",
-            collection="notes",
-            namespace="tenant-a",
-            severity=Severity.MEDIUM,
-            pii_types=["PERSON"],
-            evidence=[evidence("bag-of-words", "PERSON", 0.7, 0.6, '=HYPERLINK("http://x","Jane")')],
+        make_finding(
+            "doc-2", Severity.MEDIUM, evidence("bag-of-words", "PERSON", 0.7, 0.6, FORMULA), namespace="tenant-a"
         ),
-        Finding(
-            record_id="doc-3",
-            collection="notes",
-            severity=Severity.LOW,
-            pii_types=["PHONE"],
-            evidence=[evidence("pii-probe", "PHONE", 0.55, 0.5, "555-0100")],
-        ),
+        make_finding("doc-3", Severity.LOW, evidence("pii-probe", "PHONE", 0.55, 0.5, "555-0100")),
     ]
     return Report(
         tool_version="0.1.0",
@@ -111,7 +96,7 @@ def test_csv_unmasked_carries_warning_first() -> None:
     assert lines[0] == UNMASKED_WARNING
     rows = csv_rows("\n".join(lines[1:]))
     assert rows[0]["recovered"] == "John Smith"
-    assert rows[1]["recovered"] == '\'=HYPERLINK("http://x","Jane")'
+    assert rows[1]["recovered"] == "'" + FORMULA
 
 
 def test_sarif_validates_against_the_official_schema() -> None:

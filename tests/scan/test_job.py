@@ -2,12 +2,13 @@
 
 import json
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import chroma_store_table, http_recorder
+from tests.helpers import chroma_store_table, http_recorder, suppression
 from vdbguard import credentials
 from vdbguard.cli import main
 from vdbguard.config import STARTER, load_job
@@ -229,19 +230,8 @@ def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(pii_store, s
     assert code == int(any(f.severity.value == "critical" for f in first.findings))
 
     accepted, expired = [f for f in first.findings if f.kind == "vector"][:2]
-    suppressions = f"""
-[[suppressions]]
-record_id = "{accepted.record_id}"
-reason = "test account"
-owner = "privacy@example.com"
-expires = 2999-01-01
-
-[[suppressions]]
-record_id = "{expired.record_id}"
-reason = "was accepted"
-owner = "privacy@example.com"
-expires = 2000-01-01
-"""
+    suppressions = suppression(accepted.record_id, "test account", date(2999, 1, 1), "privacy@example.com")
+    suppressions += suppression(expired.record_id, "was accepted", date(2000, 1, 1), "privacy@example.com")
     hook = 'webhook_env = "TEST_VDBGUARD_HOOK"\n'
     with http_recorder() as (base, posted):
         url = base.replace("http://", "http://hook-user:pa55word@") + "/hooks/s3cr3tpath"

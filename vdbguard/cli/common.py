@@ -3,6 +3,7 @@ and the flags that name a store, the report formats and --fail-on."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -150,6 +151,12 @@ def job_option(
     options["show_default"] = default is not None and default is not False and default != []
     options.update({"help": info.description, **settings})
     return (click.option if everyday else advanced)(flag or "--" + field.replace("_", "-"), field, **options)
+
+
+def default_of(owner: Callable[..., Any], name: str) -> Any:
+    """The default that ``owner`` (a function or a class) declares for ``name``: a flag reads it there, so that the
+    command line and the Python API never disagree."""
+    return inspect.signature(owner).parameters[name].default
 
 
 def embedder_option(help: str) -> Callable[[F], F]:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
 
+from vdbguard.audit import OwnerTransform
 from vdbguard.cli.common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
+    default_of,
     embedder_option,
     fail_on_option,
     friendly_errors,
@@ -27,10 +30,12 @@ from vdbguard.cli.common import (
     store_options,
     write_json,
 )
-from vdbguard.cli.help import Command, advanced
+from vdbguard.cli.help import Command, F, advanced
 from vdbguard.credentials import redact_location, strip_userinfo
 from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
+from vdbguard.evaluate.calibration import calibrate as run_calibration
+from vdbguard.evaluate.defense import DefenseBench
 from vdbguard.reports.schema import Severity
 
 _DEFENSE_ATTACK_HELP = (
@@ -38,6 +43,24 @@ _DEFENSE_ATTACK_HELP = (
     "(white-box gradient, the best measured inversion attack, slot-search when the data names people, "
     "bag-of-words), each also adapted to the defense."
 )
+
+
+def attacker_options(when: str, attack_limit: int | None, limit_help: str) -> Callable[[F], F]:
+    """How hard a defense is attacked, for `evaluate-defense`, `calibrate`, `frontier` and `audit --transform`
+    (``when`` opens each help: "With --transform")."""
+
+    def help(text: str) -> str:
+        return f"{when}: {text[0].lower()}{text[1:]}" if when else text
+
+    cheap = "Only slot-search and bag-of-words (minutes, not hours): a lower bound on leakage, said so."
+    return options(
+        click.option("--attack", "attack_names", multiple=True, help=help(_DEFENSE_ATTACK_HELP)),
+        click.option("--cheap", is_flag=True, help=help(cheap)),
+        profile_option(),
+        click.option(
+            "--attack-limit", type=click.IntRange(1), default=attack_limit, show_default=True, help=help(limit_help)
+        ),
+    )
 
 
 @click.command(cls=Command)
@@ -63,15 +86,8 @@ _DEFENSE_ATTACK_HELP = (
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="With --transform, for transforms that need a fit: the .npz `vdbguard protect` saved.",
 )
-@click.option("--attack", "attack_names", multiple=True, help="With --transform: " + _DEFENSE_ATTACK_HELP)
-@click.option("--cheap", is_flag=True, help="With --transform: only slot-search and bag-of-words (a lower bound).")
-@profile_option()
-@click.option(
-    "--attack-limit",
-    type=click.IntRange(1),
-    default=50,
-    show_default=True,
-    help="With --transform: attack at most this many of the store's texts.",
+@attacker_options(
+    "With --transform", default_of(OwnerTransform, "attack_limit"), "Attack at most this many of the store's texts."
 )
 @out_option("audit.json (the findings and notes)")
 @fail_on_option
@@ -106,7 +122,7 @@ def audit(
       vdbguard audit --connector qdrant --url https://db:6333 --collection tickets --fail-on medium
       vdbguard audit --connector chroma --path ./data --collection tickets_safe --transform rotation --strength 1
     """
-    from vdbguard.audit import ANONYMOUS, OwnerTransform, audit_collection
+    from vdbguard.audit import ANONYMOUS, audit_collection
     from vdbguard.scan import resolve_embedder
 
     owner = None
@@ -205,23 +221,16 @@ defense_options = options(
         required=True,
         help='Held-out JSONL: {"text": ..., "names": [...], "pii": [...]} (names and pii optional).',
     ),
-    click.option("--attack", "attack_names", multiple=True, help=_DEFENSE_ATTACK_HELP),
-    click.option(
-        "--cheap",
-        is_flag=True,
-        help="Only slot-search and bag-of-words (minutes, not hours): a lower bound on leakage, said so in the output.",
+    attacker_options(
+        "",
+        default_of(DefenseBench, "attack_limit"),
+        "Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
     ),
     embedder_option("Model that embeds the data."),
-    profile_option(),
-    click.option(
-        "--attack-limit",
-        type=click.IntRange(1),
-        help="Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
-    ),
     advanced(
         "--seconds-per-record",
         type=click.FloatRange(0),
-        default=5.0,
+        default=default_of(DefenseBench, "seconds_per_record"),
         show_default=True,
         help="Search budget per record for attacks that have one (adversarial-decoding); 0: none.",
     ),
@@ -240,7 +249,6 @@ def _bench(
 ) -> Any:
     """The DefenseBench for the options of ``defense_options``."""
     from vdbguard.evaluate.data import load_jsonl
-    from vdbguard.evaluate.defense import DefenseBench
 
     if cheap and attack_names:
         raise click.UsageError("--cheap picks the attacks itself: drop it or drop --attack")
@@ -306,12 +314,27 @@ def evaluate_defense(
     _say_cheap(point.cheap)
 
 
+target_options = options(
+    click.option(
+        "--max-recall-loss",
+        type=float,
+        default=default_of(run_calibration, "max_recall_loss"),
+        show_default=True,
+        help="Recall@10 a defense may lose on queries without PII.",
+    ),
+    click.option(
+        "--target-leakage-cut",
+        type=float,
+        default=default_of(run_calibration, "target_leakage_cut"),
+        show_default=True,
+        help="Share of the leakage a defense must cut (drawn on the frontier's plot).",
+    ),
+)
+
+
 @click.command(cls=Command)
 @defense_options
-@click.option("--max-recall-loss", type=float, default=0.02, show_default=True, help="On queries without PII.")
-@click.option(
-    "--target-leakage-cut", type=float, default=0.9, show_default=True, help="Share of the leakage to remove."
-)
+@target_options
 @click.option("--transform", "transform_names", multiple=True, help="Transforms or chains to try (default: all).")
 @out_option("calibration.json: every measured point")
 @friendly_errors
@@ -334,7 +357,6 @@ def calibrate(
       vdbguard calibrate --data heldout.jsonl --out calibration/
       vdbguard calibrate --data heldout.jsonl --transform gaussian --transform redact+gaussian --max-recall-loss 0.05
     """
-    from vdbguard.evaluate.calibration import calibrate as run_calibration
     from vdbguard.evaluate.frontier import row_of
 
     with progress() as bars:
@@ -377,8 +399,7 @@ def calibrate(
 
 @click.command(cls=Command)
 @defense_options
-@click.option("--max-recall-loss", type=float, default=0.02, show_default=True, help="On queries without PII.")
-@click.option("--target-leakage-cut", type=float, default=0.9, show_default=True, help="Drawn on the plot.")
+@target_options
 @click.option(
     "--transform",
     "transform_names",

@@ -7,13 +7,14 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 from rich.markup import escape
 
 from vdbguard.cli.common import (
     console,
+    default_of,
     embedder_option,
     exit_code,
     fail_on_option,
@@ -32,7 +33,9 @@ from vdbguard.cli.common import (
 from vdbguard.cli.help import Command, Group, advanced
 from vdbguard.credentials import redact_location
 from vdbguard.embedders import Embedder
+from vdbguard.protect import StoredText, protect_collection
 from vdbguard.reports.schema import Report, Severity
+from vdbguard.transforms.concepts import corpus_concept_set
 
 
 class _TransformOption(click.Option):
@@ -70,8 +73,8 @@ class _TransformOption(click.Option):
 @click.option(
     "--payload",
     "stored_text",
-    type=click.Choice(["redact", "keep", "drop"]),
-    default="redact",
+    type=click.Choice(get_args(StoredText)),
+    default=default_of(protect_collection, "stored_text"),
     show_default=True,
     help="With redact: what the copy stores beside its vectors: the text and payload redacted, kept as they were, or "
     "the text dropped.",
@@ -88,13 +91,17 @@ class _TransformOption(click.Option):
 @out_option("the scans' reports, before/ and after/ (report.json and report.md each)")
 @advanced(
     "--concept",
-    default="PERSON",
+    default=default_of(corpus_concept_set, "concept"),
     show_default=True,
     help="For concept transforms (leace, sparse): the PII type or attribute to protect, learned from "
     "vdbguard's labelled corpus embedded with --embedder.",
 )
 @advanced(
-    "--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True, help="Records copied at a time."
+    "--batch-size",
+    type=click.IntRange(1, 10_000),
+    default=default_of(protect_collection, "batch_size"),
+    show_default=True,
+    help="Records copied at a time.",
 )
 @friendly_errors
 def protect(
@@ -113,7 +120,7 @@ def protect(
     yes: bool,
     concept: str,
     embedder: str,
-    stored_text: str,
+    stored_text: StoredText,
     scan_after: bool,
     fail_on: str,
     out: Path | None,
@@ -134,7 +141,6 @@ def protect(
       vdbguard protect --connector qdrant --url http://127.0.0.1:6333 --collection tickets \\
         --to-collection tickets_noisy --transform gaussian --strength 0.02
     """
-    from vdbguard.protect import protect_collection
     from vdbguard.transforms.chain import build_transform
 
     if (to_collection == collection) != in_place:
@@ -144,8 +150,6 @@ def protect(
     transform = build_transform(transform_name, strength)
     fit_on = None
     if transform.needs_labels and not (fit_file is not None and fit_file.exists()):  # a saved fit needs no corpus
-        from vdbguard.transforms.concepts import corpus_concept_set
-
         with console.status(f"Learning where {concept} lives in {embedder}'s vectors"):
             fit_on = corpus_concept_set(Embedder(embedder), concept)
     model = Embedder(embedder) if transform.text_side else None
@@ -168,7 +172,7 @@ def protect(
                 fit_path=fit_file,
                 embed=None if model is None else model.encode,
                 embedder_name=None if model is None else model.name,
-                stored_text=stored_text,  # type: ignore[arg-type]
+                stored_text=stored_text,
             )
     say(escape(result.summary(f"{transform_name} (strength {transform.strength:g})", to_collection)))
     for problem in result.problems[:10]:

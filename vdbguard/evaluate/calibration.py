@@ -56,8 +56,8 @@ def default_transforms() -> tuple[str, ...]:
 def calibrate(
     bench: DefenseBench,
     *,
-    max_recall_loss: float,
-    target_leakage_cut: float,
+    max_recall_loss: float = 0.02,
+    target_leakage_cut: float = 0.9,
     transform_names: Sequence[str] = (),
     on_skip: Callable[[str, VdbguardError], None] | None = None,
 ) -> Calibration:
