@@ -8,11 +8,12 @@ real person's details). Source files are parsed with
 ``ast``/``tokenize``, never imported. Debian's package documentation and CPython's ``pydoc_data`` are never
 read: an external evaluation is drawn from them.
 
-    python pipelines/build_real_text.py            # from the packages installed in this environment
+    pip install --no-deps --target /tmp/real-text-pins transformers==5.23.0 faker==40.54.0 markdown==3.11.3
+    PYTHONPATH=/tmp/real-text-pins python pipelines/build_real_text.py   # the shipped file, byte for byte
 
-The output depends on the installed versions of ``PACKAGES`` (``markdown`` is no vdbguard dependency: install it),
-Faker and spaCy's model; ``pipelines/inputs.json`` records what is known of them. ``--out FILE`` writes
-elsewhere, to compare.
+The output depends on the versions of ``PACKAGES``, Faker and spaCy's model; ``pipelines/inputs.json`` records those
+it was built with (the pins folder holds the three that a clean clone's environment lacks or has at other versions).
+``--out FILE`` writes elsewhere, to compare.
 """
 
 from __future__ import annotations
