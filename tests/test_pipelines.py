@@ -55,3 +55,29 @@ def test_every_shipped_file_has_a_row_in_the_pipelines_readme() -> None:
     shipped = [p.name for p in (ROOT / "vdbguard" / "data").iterdir() if p.name not in {"__init__.py", "__pycache__"}]
     missing = [name for name in shipped if f"`{name}" not in readme]
     assert not missing, f"pipelines/README.md has no row for {missing}"
+
+
+def test_the_tagger_trainer_reads_conll_corpora_by_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wikigold's articles (IOB1, a space between columns, ``-DOCSTART-``) and the Broad Twitter Corpus's tweets (BIO,
+    a tab) read alike: a person is gold, another entity a mention; the dev split keys an article by its document, so
+    its sentences fall on one side together."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    wiki = tmp_path / "wikigold.conll.txt"
+    article = "Frederick I-PER\nH. I-PER\nCollier I-PER\nled O\nit O\n. O\n\nHe O\nleft O\nPittsburgh I-LOC\n. O\n"
+    wiki.write_text(f"-DOCSTART- O\n\n{article}\n-DOCSTART- O\n\nThe O\nAtlantic I-LOC\nCity I-LOC\ncrash O\n")
+    btc = tmp_path / "btc.dev"
+    btc.write_text("Ana\tB-PER\nSouza\tI-PER\nin\tO\nLisbon\tB-LOC\n\nhi\tO\n")
+    rows = trainer.conll_rows([wiki, btc])
+    assert [row["text"] for row in rows] == [
+        "Frederick H. Collier led it .", "He left Pittsburgh .", "The Atlantic City crash", "Ana Souza in Lisbon", "hi"
+    ]  # fmt: skip
+    assert [[row["text"][s["start"] : s["end"]] for s in row["spans"]] for row in rows] == [
+        ["Frederick H. Collier"], [], [], ["Ana Souza"], []
+    ]  # fmt: skip
+    assert [row["text"][m["start"] : m["end"]] for row in rows for m in row["mentions"]] == [
+        "Pittsburgh", "Atlantic City", "Lisbon"
+    ]  # fmt: skip
+    documents = [row["document"] for row in rows]
+    assert documents[0] == documents[1] != documents[2]
+    assert documents[3:] == ["Ana Souza in Lisbon", "hi"]
