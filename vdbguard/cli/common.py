@@ -153,10 +153,17 @@ def job_option(
     return (click.option if everyday else advanced)(flag or "--" + field.replace("_", "-"), field, **options)
 
 
-def default_of(owner: Callable[..., Any], name: str) -> Any:
-    """The default that ``owner`` (a function or a class) declares for ``name``: a flag reads it there, so that the
-    command line and the Python API never disagree."""
-    return inspect.signature(owner).parameters[name].default
+def default_option(
+    owner: Callable[..., Any], flag: str, help: str, name: str | None = None, everyday: bool = True, **settings: Any
+) -> Callable[[F], F]:
+    """An option (advanced unless ``everyday``) whose default is the one ``owner``, a function or a class, declares
+    for its parameter ``name`` (the flag's by default): declared there once, so the command line and the Python API
+    agree."""
+    name = name or flag.removeprefix("--").replace("-", "_")
+    default = inspect.signature(owner).parameters[name].default
+    return (click.option if everyday else advanced)(
+        flag, name, default=default, show_default=True, help=help, **settings
+    )
 
 
 def embedder_option(help: str) -> Callable[[F], F]:

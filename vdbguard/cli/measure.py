@@ -16,7 +16,7 @@ from vdbguard.audit import OwnerTransform
 from vdbguard.cli.common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
-    default_of,
+    default_option,
     embedder_option,
     fail_on_option,
     friendly_errors,
@@ -45,9 +45,9 @@ _DEFENSE_ATTACK_HELP = (
 )
 
 
-def attacker_options(when: str, attack_limit: int | None, limit_help: str) -> Callable[[F], F]:
+def attacker_options(when: str, limit_owner: Callable[..., Any], limit_help: str) -> Callable[[F], F]:
     """How hard a defense is attacked, for `evaluate-defense`, `calibrate`, `frontier` and `audit --transform`
-    (``when`` opens each help: "With --transform")."""
+    (``when`` opens each help: "With --transform"; ``limit_owner`` declares --attack-limit's default)."""
 
     def help(text: str) -> str:
         return f"{when}: {text[0].lower()}{text[1:]}" if when else text
@@ -57,9 +57,7 @@ def attacker_options(when: str, attack_limit: int | None, limit_help: str) -> Ca
         click.option("--attack", "attack_names", multiple=True, help=help(_DEFENSE_ATTACK_HELP)),
         click.option("--cheap", is_flag=True, help=help(cheap)),
         profile_option(),
-        click.option(
-            "--attack-limit", type=click.IntRange(1), default=attack_limit, show_default=True, help=help(limit_help)
-        ),
+        default_option(limit_owner, "--attack-limit", help(limit_help), type=click.IntRange(1)),
     )
 
 
@@ -86,9 +84,7 @@ def attacker_options(when: str, attack_limit: int | None, limit_help: str) -> Ca
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="With --transform, for transforms that need a fit: the .npz `vdbguard protect` saved.",
 )
-@attacker_options(
-    "With --transform", default_of(OwnerTransform, "attack_limit"), "Attack at most this many of the store's texts."
-)
+@attacker_options("With --transform", OwnerTransform, "Attack at most this many of the store's texts.")
 @out_option("audit.json (the findings and notes)")
 @fail_on_option
 @friendly_errors
@@ -223,16 +219,16 @@ defense_options = options(
     ),
     attacker_options(
         "",
-        default_of(DefenseBench, "attack_limit"),
+        DefenseBench,
         "Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
     ),
     embedder_option("Model that embeds the data."),
-    advanced(
+    default_option(
+        DefenseBench,
         "--seconds-per-record",
+        "Search budget per record for attacks that have one (adversarial-decoding); 0: none.",
+        everyday=False,
         type=click.FloatRange(0),
-        default=default_of(DefenseBench, "seconds_per_record"),
-        show_default=True,
-        help="Search budget per record for attacks that have one (adversarial-decoding); 0: none.",
     ),
 )
 
@@ -315,19 +311,11 @@ def evaluate_defense(
 
 
 target_options = options(
-    click.option(
-        "--max-recall-loss",
-        type=float,
-        default=default_of(run_calibration, "max_recall_loss"),
-        show_default=True,
-        help="Recall@10 a defense may lose on queries without PII.",
-    ),
-    click.option(
+    default_option(run_calibration, "--max-recall-loss", "Recall@10 a defense may lose on queries without PII."),
+    default_option(
+        run_calibration,
         "--target-leakage-cut",
-        type=float,
-        default=default_of(run_calibration, "target_leakage_cut"),
-        show_default=True,
-        help="Share of the leakage a defense must cut (drawn on the frontier's plot).",
+        "Share of the leakage a defense must cut (drawn on the frontier's plot).",
     ),
 )
 

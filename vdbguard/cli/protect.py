@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from vdbguard.cli.common import (
     console,
-    default_of,
+    default_option,
     embedder_option,
     exit_code,
     fail_on_option,
@@ -30,7 +30,7 @@ from vdbguard.cli.common import (
     store_options,
     write_json,
 )
-from vdbguard.cli.help import Command, Group, advanced
+from vdbguard.cli.help import Command, Group
 from vdbguard.credentials import redact_location
 from vdbguard.embedders import Embedder
 from vdbguard.protect import StoredText, protect_collection
@@ -70,14 +70,13 @@ class _TransformOption(click.Option):
 @embedder_option(
     "Model that made the vectors: redact embeds with it; the scans take 'auto' and 'store' too (scan --help)."
 )
-@click.option(
+@default_option(
+    protect_collection,
     "--payload",
-    "stored_text",
+    "With redact: what the copy stores beside its vectors: the text and payload redacted, kept as they were, or the "
+    "text dropped.",
+    name="stored_text",
     type=click.Choice(get_args(StoredText)),
-    default=default_of(protect_collection, "stored_text"),
-    show_default=True,
-    help="With redact: what the copy stores beside its vectors: the text and payload redacted, kept as they were, or "
-    "the text dropped.",
 )
 @click.option(
     "--scan/--no-scan",
@@ -89,19 +88,15 @@ class _TransformOption(click.Option):
 )
 @fail_on_option
 @out_option("the scans' reports, before/ and after/ (report.json and report.md each)")
-@advanced(
+@default_option(
+    corpus_concept_set,
     "--concept",
-    default=default_of(corpus_concept_set, "concept"),
-    show_default=True,
-    help="For concept transforms (leace, sparse): the PII type or attribute to protect, learned from "
-    "vdbguard's labelled corpus embedded with --embedder.",
+    "For concept transforms (leace, sparse): the PII type or attribute to protect, learned from vdbguard's labelled "
+    "corpus embedded with --embedder.",
+    everyday=False,
 )
-@advanced(
-    "--batch-size",
-    type=click.IntRange(1, 10_000),
-    default=default_of(protect_collection, "batch_size"),
-    show_default=True,
-    help="Records copied at a time.",
+@default_option(
+    protect_collection, "--batch-size", "Records copied at a time.", everyday=False, type=click.IntRange(1, 10_000)
 )
 @friendly_errors
 def protect(
