@@ -1,6 +1,8 @@
 """The command line as a user meets it: exit codes, reports, clear errors, no tracebacks."""
 
 import hashlib
+import importlib
+import inspect
 import json
 import os
 import re
@@ -16,6 +18,7 @@ from click.testing import CliRunner
 
 from tests.helpers import chroma_job, free_port, http_recorder, make_chroma_store
 from vdbguard.cli import fix_malloc_thresholds, main
+from vdbguard.cli.help import Declared
 from vdbguard.reports.schema import SCHEMA_VERSION, Report
 
 
@@ -533,6 +536,30 @@ def test_every_command_explains_every_option_keeps_the_advanced_apart_and_shows_
         assert len(everyday) <= EVERYDAY_OPTIONS, f"{path}: {len(everyday)} options outside the advanced group"
         examples = command.get_help(ctx).partition("Examples:")[2]
         assert re.search(r"^ +(\S+=\S+ )?vdbguard ", examples, re.MULTILINE), f"{path}: no example in its help"
+
+
+def test_flags_read_the_defaults_their_functions_declare_without_importing_them_at_load() -> None:
+    declared = [
+        (path, param)
+        for path, command in commands(main)
+        for param in command.get_params(click.Context(command))
+        if isinstance(param.default, Declared)
+    ]
+    assert len(declared) >= 7
+    owners = sorted({param.default.owner.partition(":")[0] for _, param in declared})
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import sys, vdbguard.cli; print([m for m in {owners} if m in sys.modules])"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert loaded.stdout.strip() == "[]", "the CLI imports a flag's owner before any command needs it"
+    for path, param in declared:
+        command = next(c for p, c in commands(main) if p == path)
+        ctx = click.Context(command, info_name=path)
+        module, _, name = param.default.owner.partition(":")
+        value = inspect.signature(getattr(importlib.import_module(module), name)).parameters[param.name].default
+        assert param.get_default(ctx) == value == param.type_cast_value(ctx, value), f"{path} {param.opts}"
+        shown = f"[default: {value}" in " ".join(command.get_help(ctx).split())
+        assert shown == (value is not None), f"{path} {param.opts}"
 
 
 def test_help_lists_commands_in_sections_and_advanced_options_apart() -> None:

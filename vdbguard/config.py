@@ -98,6 +98,7 @@ def _environment_name(variable: str) -> str:
 
 
 EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
+StoredText = Literal["redact", "keep", "drop"]  # what `protect` stores beside the vectors it rewrites
 
 
 class JobSettings(_Strict):

@@ -46,10 +46,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, get_args
 
 import numpy as np
 
+from vdbguard.config import StoredText
 from vdbguard.connectors.base import Connector
 from vdbguard.embedders import SAME_TEXT
 from vdbguard.errors import RecordError, VdbguardError
@@ -60,9 +61,6 @@ from vdbguard.reports.schema import Report, Severity
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["MARK_KEY", "ProtectResult", "leak_counts", "protect_collection"]
 
 STATE_VERSION = 1
@@ -72,8 +70,7 @@ _PROBE_ROWS = 2
 
 FitLabels = Callable[[Sequence[VectorRecord]], np.ndarray]
 Embed = Callable[[list[str]], Any]  # texts -> their vectors, the collection's model (any callable: API models too)
-StoredText = Literal["redact", "keep", "drop"]
-STORED_TEXT_MODES: tuple[str, ...] = ("redact", "keep", "drop")
+STORED_TEXT_MODES: tuple[str, ...] = get_args(StoredText)
 
 
 @dataclass(frozen=True)

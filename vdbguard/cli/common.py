@@ -3,7 +3,6 @@ and the flags that name a store, the report formats and --fail-on."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from vdbguard.cli.help import F, advanced
+from vdbguard.cli.help import Declared, F, Option, advanced
 from vdbguard.config import JobSettings, job_default
 from vdbguard.credentials import remember_settings, safe_text
 from vdbguard.errors import VdbguardError
@@ -154,16 +153,16 @@ def job_option(
 
 
 def default_option(
-    owner: Callable[..., Any], flag: str, help: str, name: str | None = None, everyday: bool = True, **settings: Any
+    owner: str, flag: str, help: str, name: str | None = None, everyday: bool = True, **settings: Any
 ) -> Callable[[F], F]:
-    """An option (advanced unless ``everyday``) whose default is the one ``owner``, a function or a class, declares
-    for its parameter ``name`` (the flag's by default): declared there once, so the command line and the Python API
-    agree."""
+    """An option (advanced unless ``everyday``; ``type`` given, since no default is at hand to guess it from) whose
+    default is the one ``owner`` ("module:function" or "module:Class") declares for its parameter ``name`` (the
+    flag's by default): declared there once, so the command line and the Python API agree."""
     name = name or flag.removeprefix("--").replace("-", "_")
-    default = inspect.signature(owner).parameters[name].default
-    return (click.option if everyday else advanced)(
-        flag, name, default=default, show_default=True, help=help, **settings
-    )
+    return click.option(
+        flag, name, cls=Option, advanced=not everyday, default=Declared(owner, name), show_default=True, help=help,
+        **settings,
+    )  # fmt: skip
 
 
 def embedder_option(help: str) -> Callable[[F], F]:

@@ -12,7 +12,6 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from vdbguard.audit import OwnerTransform
 from vdbguard.cli.common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -34,8 +33,6 @@ from vdbguard.cli.help import Command, F, advanced
 from vdbguard.credentials import redact_location, strip_userinfo
 from vdbguard.embedders import Embedder
 from vdbguard.errors import VdbguardError
-from vdbguard.evaluate.calibration import calibrate as run_calibration
-from vdbguard.evaluate.defense import DefenseBench
 from vdbguard.reports.schema import Severity
 
 _DEFENSE_ATTACK_HELP = (
@@ -45,7 +42,7 @@ _DEFENSE_ATTACK_HELP = (
 )
 
 
-def attacker_options(when: str, limit_owner: Callable[..., Any], limit_help: str) -> Callable[[F], F]:
+def attacker_options(when: str, limit_owner: str, limit_help: str) -> Callable[[F], F]:
     """How hard a defense is attacked, for `evaluate-defense`, `calibrate`, `frontier` and `audit --transform`
     (``when`` opens each help: "With --transform"; ``limit_owner`` declares --attack-limit's default)."""
 
@@ -84,7 +81,7 @@ def attacker_options(when: str, limit_owner: Callable[..., Any], limit_help: str
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="With --transform, for transforms that need a fit: the .npz `vdbguard protect` saved.",
 )
-@attacker_options("With --transform", OwnerTransform, "Attack at most this many of the store's texts.")
+@attacker_options("With --transform", "vdbguard.audit:OwnerTransform", "Attack at most this many of the store's texts.")
 @out_option("audit.json (the findings and notes)")
 @fail_on_option
 @friendly_errors
@@ -118,7 +115,7 @@ def audit(
       vdbguard audit --connector qdrant --url https://db:6333 --collection tickets --fail-on medium
       vdbguard audit --connector chroma --path ./data --collection tickets_safe --transform rotation --strength 1
     """
-    from vdbguard.audit import ANONYMOUS, audit_collection
+    from vdbguard.audit import ANONYMOUS, OwnerTransform, audit_collection
     from vdbguard.scan import resolve_embedder
 
     owner = None
@@ -219,12 +216,12 @@ defense_options = options(
     ),
     attacker_options(
         "",
-        DefenseBench,
+        "vdbguard.evaluate.defense:DefenseBench",
         "Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
     ),
     embedder_option("Model that embeds the data."),
     default_option(
-        DefenseBench,
+        "vdbguard.evaluate.defense:DefenseBench",
         "--seconds-per-record",
         "Search budget per record for attacks that have one (adversarial-decoding); 0: none.",
         everyday=False,
@@ -245,6 +242,7 @@ def _bench(
 ) -> Any:
     """The DefenseBench for the options of ``defense_options``."""
     from vdbguard.evaluate.data import load_jsonl
+    from vdbguard.evaluate.defense import DefenseBench
 
     if cheap and attack_names:
         raise click.UsageError("--cheap picks the attacks itself: drop it or drop --attack")
@@ -311,11 +309,17 @@ def evaluate_defense(
 
 
 target_options = options(
-    default_option(run_calibration, "--max-recall-loss", "Recall@10 a defense may lose on queries without PII."),
     default_option(
-        run_calibration,
+        "vdbguard.evaluate.calibration:calibrate",
+        "--max-recall-loss",
+        "Recall@10 a defense may lose on queries without PII.",
+        type=float,
+    ),
+    default_option(
+        "vdbguard.evaluate.calibration:calibrate",
         "--target-leakage-cut",
         "Share of the leakage a defense must cut (drawn on the frontier's plot).",
+        type=float,
     ),
 )
 
@@ -345,10 +349,11 @@ def calibrate(
       vdbguard calibrate --data heldout.jsonl --out calibration/
       vdbguard calibrate --data heldout.jsonl --transform gaussian --transform redact+gaussian --max-recall-loss 0.05
     """
+    from vdbguard.evaluate.calibration import calibrate
     from vdbguard.evaluate.frontier import row_of
 
     with progress() as bars:
-        result = run_calibration(
+        result = calibrate(
             _bench(bars, **bench_options),
             max_recall_loss=max_recall_loss,
             target_leakage_cut=target_leakage_cut,

@@ -31,11 +31,10 @@ from vdbguard.cli.common import (
     write_json,
 )
 from vdbguard.cli.help import Command, Group
+from vdbguard.config import JobConfig, JobSettings, OutputSettings, StoredText
 from vdbguard.credentials import redact_location
 from vdbguard.embedders import Embedder
-from vdbguard.protect import StoredText, protect_collection
 from vdbguard.reports.schema import Report, Severity
-from vdbguard.transforms.concepts import corpus_concept_set
 
 
 class _TransformOption(click.Option):
@@ -71,7 +70,7 @@ class _TransformOption(click.Option):
     "Model that made the vectors: redact embeds with it; the scans take 'auto' and 'store' too (scan --help)."
 )
 @default_option(
-    protect_collection,
+    "vdbguard.protect:protect_collection",
     "--payload",
     "With redact: what the copy stores beside its vectors: the text and payload redacted, kept as they were, or the "
     "text dropped.",
@@ -89,14 +88,19 @@ class _TransformOption(click.Option):
 @fail_on_option
 @out_option("the scans' reports, before/ and after/ (report.json and report.md each)")
 @default_option(
-    corpus_concept_set,
+    "vdbguard.transforms.concepts:corpus_concept_set",
     "--concept",
     "For concept transforms (leace, sparse): the PII type or attribute to protect, learned from vdbguard's labelled "
     "corpus embedded with --embedder.",
     everyday=False,
+    type=str,
 )
 @default_option(
-    protect_collection, "--batch-size", "Records copied at a time.", everyday=False, type=click.IntRange(1, 10_000)
+    "vdbguard.protect:protect_collection",
+    "--batch-size",
+    "Records copied at a time.",
+    everyday=False,
+    type=click.IntRange(1, 10_000),
 )
 @friendly_errors
 def protect(
@@ -136,7 +140,9 @@ def protect(
       vdbguard protect --connector qdrant --url http://127.0.0.1:6333 --collection tickets \\
         --to-collection tickets_noisy --transform gaussian --strength 0.02
     """
+    from vdbguard.protect import protect_collection
     from vdbguard.transforms.chain import build_transform
+    from vdbguard.transforms.concepts import corpus_concept_set
 
     if (to_collection == collection) != in_place:
         raise click.UsageError("writing over the source collection needs --in-place (and --yes), and only then")
@@ -186,7 +192,6 @@ def _leak_scan(
     flags, its reports into ``out`` (none kept without)."""
     import tempfile
 
-    from vdbguard.config import JobConfig, JobSettings, OutputSettings
     from vdbguard.scan.job import CollectionFailure, run_job
 
     connector_name, path, url, option = store
