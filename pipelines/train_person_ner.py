@@ -26,6 +26,9 @@ single-word PERSON entities that no silver span confirms are left unannotated, e
 construction (clean sentences, product lines, contact blocks), where they are taught as outside. Only the ``ner``
 component is trained and saved: ``vdbguard.detectors.presidio.load_ner`` loads its weights over the installed
 pipeline. Measured: BENCHMARKS.md, "PII detector on real text".
+
+With ``--conll`` and ``--frames`` it also learns the learned tagger's public corpora and frames, split as the tagger
+splits them: spaCy's encoder beside MiniLM on the same texts (BENCHMARKS.md, "A learned PERSON tagger").
 """
 
 from __future__ import annotations
@@ -200,8 +203,11 @@ def train(args: argparse.Namespace) -> dict:
     rows = capped(rows, args.cap, args.seed)
     if any(row["source"] not in TRAIN_SOURCES for row in rows):
         raise SystemExit(f"refusing: a row comes from outside the train sources {sorted(TRAIN_SOURCES)}")
-    dev_rows = [row for row in rows if is_dev(row, args.dev_share)]
-    train_rows = [row for row in rows if not is_dev(row, args.dev_share)]
+    for row in rows:
+        row["dev"] = is_dev(row, args.dev_share)
+    rows += tagger_rows(args, rows) if args.conll or args.frames else []
+    dev_rows = [row for row in rows if row["dev"]]
+    train_rows = [row for row in rows if not row["dev"]]
     print(f"{len(train_rows)} train, {len(dev_rows)} dev lines ({len({group_of(r) for r in dev_rows})} dev groups)")
 
     spacy.util.fix_random_seed(args.seed)
@@ -253,6 +259,17 @@ def train(args: argparse.Namespace) -> dict:
     return {"before": before, "best": best, "history": history, "train_lines": len(train_rows),
             "dev_lines": len(dev_rows), "minutes": round((time.perf_counter() - started) / 60, 1),
             "stopped": stopped}  # fmt: skip
+
+
+def tagger_rows(args: argparse.Namespace, silver: list[dict]) -> list[dict]:
+    """The learned tagger's other data (``train_person_tagger``): public NER corpora (``--conll``) and its frames
+    (``--frames`` a register), dev or train as the tagger splits them, so that both encoders learn the same texts."""
+    import train_person_tagger as tagger
+    from silver_sources import detector_real
+
+    things = sorted({row["text"][m["start"] : m["end"]] for row in silver if not row["dev"] for m in row["mentions"]})
+    fill = tagger.Fill(detector_real.unpack(args.cache), things, args.seed) if args.frames else None
+    return tagger.public_rows(args.conll) + (tagger.framed_rows(fill, args.frames, args.seed) if fill else [])
 
 
 TRAIN_SOURCES = {"fortunes-pypi", "jargon", "pci-ids", "ieee-other"}  # detector_real.SOURCES' train rows
@@ -311,6 +328,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cap", default="attribution-placed=2000", help="register=N,...: lines kept at most")
     parser.add_argument("--gazetteer-rules", default="every,veto,capitalised,agree,none")
+    parser.add_argument("--conll", type=Path, nargs="*", default=[], help="public NER corpora, as the tagger's")
+    parser.add_argument("--frames", type=int, default=0, help="the tagger's frames: texts a register (0: none)")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-detector-real"))
     parser.add_argument("--skip-training", action="store_true", help="only score the gazetteer rules on dev")
     args = parser.parse_args()
     from importlib.metadata import version

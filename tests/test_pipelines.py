@@ -68,7 +68,7 @@ def test_the_tagger_trainer_reads_conll_corpora_by_document(tmp_path: Path, monk
     wiki.write_text(f"-DOCSTART- O\n\n{article}\n-DOCSTART- O\n\nThe O\nAtlantic I-LOC\nCity I-LOC\ncrash O\n")
     btc = tmp_path / "btc.dev"
     btc.write_text("Ana\tB-PER\nSouza\tI-PER\nin\tO\nLisbon\tB-LOC\n\nhi\tO\n")
-    rows = trainer.conll_rows([wiki, btc])
+    rows = trainer.public_rows([wiki, btc])
     assert [row["text"] for row in rows] == [
         "Frederick H. Collier led it .", "He left Pittsburgh .", "The Atlantic City crash", "Ana Souza in Lisbon", "hi"
     ]  # fmt: skip
@@ -79,5 +79,5 @@ def test_the_tagger_trainer_reads_conll_corpora_by_document(tmp_path: Path, monk
         "Pittsburgh", "Atlantic City", "Lisbon"
     ]  # fmt: skip
     documents = [row["document"] for row in rows]
-    assert documents[0] == documents[1] != documents[2]
+    assert documents[0] == documents[1] != documents[2] and rows[0]["dev"] == rows[1]["dev"]
     assert documents[3:] == ["Ana Souza in Lisbon", "hi"]
