@@ -349,11 +349,11 @@ def calibrate(
       vdbguard calibrate --data heldout.jsonl --out calibration/
       vdbguard calibrate --data heldout.jsonl --transform gaussian --transform redact+gaussian --max-recall-loss 0.05
     """
-    from vdbguard.evaluate.calibration import calibrate
+    from vdbguard.evaluate.calibration import calibrate as run_calibration
     from vdbguard.evaluate.frontier import row_of
 
     with progress() as bars:
-        result = calibrate(
+        result = run_calibration(
             _bench(bars, **bench_options),
             max_recall_loss=max_recall_loss,
             target_leakage_cut=target_leakage_cut,
