@@ -556,7 +556,7 @@ def test_flags_read_the_defaults_their_functions_declare_without_importing_them_
         command = next(c for p, c in commands(main) if p == path)
         ctx = click.Context(command, info_name=path)
         module, _, name = param.default.owner.partition(":")
-        value = inspect.signature(getattr(importlib.import_module(module), name)).parameters[param.name].default
+        value = inspect.signature(getattr(importlib.import_module(module), name)).parameters[param.default.name].default
         assert param.get_default(ctx) == value == param.type_cast_value(ctx, value), f"{path} {param.opts}"
         shown = f"[default: {value}" in " ".join(command.get_help(ctx).split())
         assert shown == (value is not None), f"{path} {param.opts}"

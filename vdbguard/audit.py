@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -46,6 +46,9 @@ from vdbguard.progress import ProgressSink
 from vdbguard.records import VectorRecord
 from vdbguard.reports.schema import Severity
 from vdbguard.transforms.base import Transform
+
+if TYPE_CHECKING:
+    from vdbguard.config import AuditSettings, StoreSettings
 
 MOSTLY = 0.5  # more records than this not matching their text: the embedder named is not the store's
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{2,}>|\[(?:REDACTED|[A-Z][A-Z_]{2,})\]|\*{4,}|█{2,}")
@@ -534,3 +537,41 @@ def audit_collection(
         findings=[*transport_findings(location), *access, *query, *consistency],
         notes=notes,
     )
+
+
+def run_audit(store: StoreSettings, collection: str, settings: AuditSettings) -> AuditReport:
+    """`vdbguard audit`: ``collection`` of ``store`` audited, a server also tried without credentials, and with
+    ``settings.transform`` (the owner's) what that transform buys."""
+    from vdbguard.credentials import redact_location, strip_userinfo
+    from vdbguard.scan import resolve_embedder
+    from vdbguard.transforms.chain import build_transform
+    from vdbguard.transforms.fitting import load_fit
+
+    owner = None
+    if settings.transform is not None:
+        transform = build_transform(settings.transform, settings.strength)
+        if settings.fit_file is not None:
+            load_fit(transform, settings.fit_file)
+        elif transform.needs_fit:
+            raise VdbguardError(
+                f"{settings.transform} needs the fit the store was protected with",
+                "pass --fit-file (the .npz `vdbguard protect` saved); a fit made on other data would not reproduce "
+                "the stored vectors",
+            )
+        owner = OwnerTransform(
+            transform, tuple(settings.attack), settings.cheap, settings.profile, settings.attack_limit
+        )
+    anonymous = None
+    if store.url is not None:
+        options = {**store.options, **ANONYMOUS.get(store.connector, {})}
+        anonymous = store.model_copy(update={"url": strip_userinfo(store.url), "options": options, "credentials": {}})
+    with store.open(collection) as connector:
+        return audit_collection(
+            connector,
+            connector_name=store.connector,
+            location=redact_location(str(store.path or store.url)),
+            embedder=resolve_embedder(connector, settings.embedder) or Embedder(),
+            sample=settings.sample_size,
+            open_anonymous=None if anonymous is None else lambda: anonymous.open(collection),
+            owner=owner,
+        )

@@ -7,15 +7,19 @@ Credentials never live in the file: a store names the environment variables that
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import importlib
+import inspect
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -33,6 +37,7 @@ from vdbguard.credentials import (
     credential_query_parameters,
     remember_secret,
     remember_settings,
+    scrub,
     split_userinfo,
 )
 from vdbguard.embedders.loading import DEFAULT_EMBEDDER
@@ -41,7 +46,42 @@ from vdbguard.identifiers import DetectorSettings, IdentifierTables
 from vdbguard.pii import AnyPiiType, PiiType, pii_type_of
 from vdbguard.reports.schema import Severity
 
+if TYPE_CHECKING:
+    from vdbguard.connectors.base import Connector
+
 DEEP_RECORD_SECONDS = 1.8  # CPU-seconds a record, for deep attacks that take a budget: >= 0.5 records per CPU-second
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a setting reads on the command line, beside the field that declares its type, bounds, default and help:
+    ``name`` when the flag is not ``--field-name``; ``advanced`` to list it under "Advanced options"; ``help`` where
+    the command line's wording differs from a file's; ``path`` "file" or "dir" for a path that must be one, and
+    ``exists``; ``off`` the flag that turns a setting on by default off; ``help_from`` a "module:function" whose
+    text ends the help, read only when ``--help`` shows it."""
+
+    name: str | None = None
+    advanced: bool = False
+    help: str | None = None
+    path: Literal["file", "dir"] | None = None
+    exists: bool = False
+    metavar: str | None = None
+    off: str | None = None
+    help_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The default that ``owner`` ("module:function" or "module:Class") declares for its parameter ``name``, read
+    when needed (a field's ``default_factory``, a flag's default): importing every owner whenever the CLI loads cost
+    each command 60-90 ms."""
+
+    owner: str
+    name: str
+
+    def __call__(self) -> Any:
+        module, _, attribute = self.owner.partition(":")
+        return inspect.signature(getattr(importlib.import_module(module), attribute)).parameters[self.name].default
 
 
 def job_default(section: type[BaseModel], name: str) -> Any:
@@ -99,24 +139,35 @@ def _environment_name(variable: str) -> str:
 
 EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
 StoredText = Literal["redact", "keep", "drop"]  # what `protect` stores beside the vectors it rewrites
+FailOn = Literal["low", "medium", "high", "critical", "never"]
+Profile = Literal["default", "small"]
+_PROFILE = "Attack models to train or load: small is faster and weaker (for a first look, or tests)."
+FAIL_ON: FailOn = "high"  # every command's: a CI gate fails on what matters
 
 
 class JobSettings(_Strict):
     """How every collection of the job is scanned."""
 
     name: str = Field(default="vdbguard", description="Job name: in reports, metrics and the state file.")
-    state: Path | None = Field(
+    state: Annotated[
+        Path | None,
+        Flag(
+            path="file",
+            help="SQLite state file: a re-scan attacks only new or changed records and resolves deleted ones; an "
+            "interrupted scan resumes.",
+        ),
+    ] = Field(
         default=None,
         description="SQLite state file (relative to this file). Re-runs attack only new or changed records, "
         "carry the rest over and resolve findings of deleted records; a killed run resumes. Default: none.",
     )
-    embedder: str = Field(
+    embedder: Annotated[str, Flag()] = Field(
         default=DEFAULT_EMBEDDER,
         description="Model that made the vectors (a packaged name or local path); 'auto' to identify it from the "
         "vectors; 'store' for a model that cannot run here (an API model): the scan learns the store's space from "
         "records that keep their text (owner-side calibration) and maps the packaged attacks into it.",
     )
-    profile: Literal["default", "small"] = "default"
+    profile: Profile = Field(default="default", description=_PROFILE)
     verdict: Literal["fused", "any"] = Field(
         default="fused",
         description="fused: one stacked model over every attack decides each PII type, its cutoffs set for the "
@@ -136,12 +187,12 @@ class JobSettings(_Strict):
     calibration_sample: int = Field(
         default=3000, ge=50, description="Records with text to label for owner-side calibration."
     )
-    save_calibration: Path | None = Field(
+    save_calibration: Annotated[Path | None, Flag(advanced=True, path="dir")] = Field(
         default=None,
         description="Keep the fitted owner-side calibration in this folder, to reuse on collections made with the "
         "same embedder (a job of one collection; with a state, each collection keeps its own there).",
     )
-    load_calibration: Path | None = Field(
+    load_calibration: Annotated[Path | None, Flag(advanced=True, path="dir", exists=True)] = Field(
         default=None,
         description="Reuse a saved calibration instead of fitting one, for a store that keeps no text (a job of "
         "one collection).",
@@ -152,18 +203,25 @@ class JobSettings(_Strict):
         description="'ray': the fast tier's attacks on a Ray cluster, with the same report and state "
         "(pip install 'vdbguard[ray]'; this process reads, keeps the state and runs the deep tier).",
     )
-    ray_address: str | None = Field(
-        default=None, description="A running Ray cluster's address; default a local cluster of `workers` CPUs."
-    )
+    ray_address: Annotated[
+        str | None,
+        Flag(
+            name="--address",
+            advanced=True,
+            metavar="ADDR",
+            help="With --executor ray: a running cluster's address (ray start --head prints it); default a local "
+            "cluster of --workers CPUs.",
+        ),
+    ] = Field(default=None, description="A running Ray cluster's address; default a local cluster of `workers` CPUs.")
     workers: int = Field(default=2, ge=1, description="With executor 'ray': attack actors, one CPU each.")
-    findings: list[Literal["vector", "stored_text"]] = Field(
+    findings: Annotated[list[Literal["vector", "stored_text"]], Flag()] = Field(
         default_factory=lambda: ["vector", "stored_text"],
         min_length=1,
         description="Kinds of finding to report: vector (what the vectors leak to an attacker) and stored_text (PII "
         "or secrets the records keep in plain text beside them).",
     )
-    fail_on: Literal["low", "medium", "high", "critical", "never"] = Field(
-        default="high", description="Exit 1 when any finding is at least this severe."
+    fail_on: Annotated[FailOn, Flag(help="Exit 1 when a finding is at least this severe ('never': always exit 0).")] = (
+        Field(default=FAIL_ON, description="Exit 1 when any finding is at least this severe.")
     )
 
 
@@ -259,20 +317,50 @@ class StoreSettings(_Strict):
         """The connector's keyword arguments for one collection, credentials read from the environment now."""
         return {"collection": collection, **self.store_settings(base_dir)}
 
+    def open(self, collection: str, base_dir: Path = Path(".")) -> Connector:
+        """The connector for one collection of the store (``with`` it to close it)."""
+        from vdbguard.connectors import load_connector
+
+        connector_cls, settings = load_connector(self.connector), self.connector_settings(collection, base_dir)
+        with self._settings_checked():
+            return connector_cls(**settings)
+
+    def list_collections(self, base_dir: Path = Path(".")) -> list[str]:
+        from vdbguard.connectors import load_connector
+
+        connector_cls, settings = load_connector(self.connector), self.store_settings(base_dir)
+        with self._settings_checked():
+            return connector_cls.list_collections(**settings)
+
+    @contextlib.contextmanager
+    def _settings_checked(self) -> Iterator[None]:
+        """A connector that refuses its keyword arguments is a settings problem, named without the credentials."""
+        try:
+            yield
+        except TypeError as exc:
+            secrets = [os.environ.get(variable) for variable in self.credentials.values()]
+            raise VdbguardError(
+                f"store {self.label!r}: the {self.connector} connector rejected its settings: "
+                f"{scrub(str(exc), secrets)}",
+                "check the connector's settings (--option pairs, or [stores.options] in a job file)",
+            ) from exc
+
 
 class AttackSettings(_Strict):
     """The fast tier runs on every record (or a sample); the deep tier on what it flags plus a sample."""
 
-    fast: list[str] = Field(
-        default_factory=lambda: ["pii-probe", "bag-of-words"], description="See `vdbguard attacks list`."
-    )
+    fast: Annotated[
+        list[str], Flag(name="--attack", help="Attack to run (repeatable; see `vdbguard attacks list`).")
+    ] = Field(default_factory=lambda: ["pii-probe", "bag-of-words"], description="See `vdbguard attacks list`.")
     sample: float = Field(
         default=1.0,
         gt=0.0,
         le=1.0,
         description="Share (0-1) of new or changed records the fast tier attacks (the report states the coverage).",
     )
-    deep: list[str] = Field(
+    deep: Annotated[
+        list[str], Flag(name="--deep-attack", advanced=True, help="Slower attack for the deep tier (repeatable).")
+    ] = Field(
         default_factory=list,
         description="Slower attacks, e.g. slot-search, or strongest (the best measured inverter for the embedder).",
     )
@@ -382,8 +470,18 @@ class SeverityPolicy(_Strict):
 class OutputSettings(_Strict):
     dir: Path = Field(default=Path("vdbguard-reports"), description="One folder per store and collection inside.")
     formats: list[str] = Field(default_factory=lambda: ["json", "md"], description="json, md, html, sarif, csv.")
-    show_pii: bool = Field(default=False, description="Unmasked recovered values (every format warns).")
-    metrics_file: Path | None = Field(default=None, description="Prometheus textfile, e.g. for node exporter.")
+    show_pii: Annotated[bool, Flag(help="Do not mask recovered values (handle reports as PII!).")] = Field(
+        default=False, description="Unmasked recovered values (every format warns)."
+    )
+    metrics_file: Annotated[
+        Path | None,
+        Flag(
+            path="file",
+            help="Write the counts as a Prometheus textfile (node exporter's textfile collector: name it *.prom), "
+            "replaced atomically after every scan; a failed scan sets vdbguard_scan_success 0 and keeps the last "
+            "success.",
+        ),
+    ] = Field(default=None, description="Prometheus textfile, e.g. for node exporter.")
     webhook_env: str | None = Field(
         default=None, description="Environment variable holding a URL to POST the counts to (it may hold credentials)."
     )
@@ -446,6 +544,254 @@ class JobConfig(_Strict, IdentifierTables):
             for variable in store.credentials.values()
             if not os.environ.get(variable)
         )
+
+
+class ProtectJob(_Strict):
+    """`vdbguard protect` (``vdbguard.protect.run_protect``): a collection copied through a transform into another,
+    scanned before and after."""
+
+    to_collection: Annotated[str, Flag()] = Field(description="Collection to write the protected copy to.")
+    transform: Annotated[str, Flag(help_from="vdbguard.transforms:needs_help")] = Field(
+        description="See `vdbguard transforms list`."
+    )
+    strength: Annotated[float | None, Flag()] = Field(
+        default=None,
+        description="The transform's strength; default its own (redact 0.4; each one's default and meaning: "
+        "transforms list).",
+    )
+    state: Annotated[Path | None, Flag()] = Field(
+        default=None, description="Checkpoint file: an interrupted copy resumes."
+    )
+    fit_file: Annotated[Path | None, Flag(path="file")] = Field(
+        default=None,
+        description="For transforms that need a fit: load it from this .npz when it exists, else fit and save it "
+        "here (default: beside --state). Reuse it to protect more data, or query, in the same space.",
+    )
+    in_place: Annotated[bool, Flag()] = Field(default=False, description="Overwrite --collection itself (needs --yes).")
+    yes: Annotated[bool, Flag()] = Field(default=False, description="Confirm --in-place.")
+    embedder: Annotated[str, Flag()] = Field(
+        default=DEFAULT_EMBEDDER,
+        description="Model that made the vectors: redact embeds with it; the scans take 'auto' and 'store' too (scan "
+        "--help).",
+    )
+    stored_text: Annotated[StoredText, Flag(name="--payload")] = Field(
+        default_factory=Declared("vdbguard.protect:protect_collection", "stored_text"),
+        description="With redact: what the copy stores beside its vectors: the text and payload redacted, kept as "
+        "they were, or the text dropped.",
+    )
+    scan: Annotated[bool, Flag(off="--no-scan")] = Field(
+        default=True,
+        description="Scan the collection before and the protected one after (a default scan each) and print the "
+        "records flagged by type, before and after; the exit code follows --fail-on on the scan after.",
+    )
+    fail_on: Annotated[FailOn, Flag()] = Field(
+        default=FAIL_ON, description="Exit 1 when a finding of the scan after is at least this severe."
+    )
+    out: Annotated[Path | None, Flag(path="dir")] = Field(
+        default=None, description="Folder for the scans' reports, before/ and after/ (report.json and report.md each)."
+    )
+    concept: Annotated[str, Flag(advanced=True)] = Field(
+        default_factory=Declared("vdbguard.transforms.concepts:corpus_concept_set", "concept"),
+        description="For concept transforms (leace, sparse): the PII type or attribute to protect, learned from "
+        "vdbguard's labelled corpus embedded with --embedder.",
+    )
+    batch_size: Annotated[int, Flag(advanced=True)] = Field(
+        default_factory=Declared("vdbguard.protect:protect_collection", "batch_size"),
+        ge=1,
+        le=10_000,
+        description="Records copied at a time.",
+    )
+
+    @model_validator(mode="after")
+    def _in_place_confirmed(self) -> ProtectJob:
+        if self.in_place and not self.yes:
+            raise ValueError("--in-place rewrites every stored vector: add --yes to confirm")
+        return self
+
+
+class EvaluateAttacks(_Strict):
+    """`vdbguard evaluate-attacks` (``vdbguard.evaluate.inversion.measure_attack``)."""
+
+    data: Annotated[Path, Flag()] = Field(description='Held-out JSONL: {"text": ..., "names": [...]}')
+    embedder: Annotated[str, Flag()] = Field(
+        default=DEFAULT_EMBEDDER, description="Model whose embeddings are attacked."
+    )
+    attack: Annotated[str, Flag()] = Field(
+        default="strongest",
+        description="An inversion attack; strongest: the best measured token F1 for --embedder (each run here is "
+        "kept).",
+    )
+    profile: Annotated[Profile, Flag()] = Field(default="default", description=_PROFILE)
+    out: Annotated[Path, Flag(path="dir")] = Field(description="Folder for attack-metrics.json (also printed).")
+    seconds_per_record: Annotated[float, Flag(advanced=True)] = Field(
+        default=0.0,
+        ge=0,
+        description="CPU-second budget per record for attacks that take one (a scan's deep tier gives 1.8); 0: none. "
+        "Budgeted runs are not kept for --attack strongest.",
+    )
+
+
+class Attacker(_Strict):
+    """How hard a defense is attacked (``vdbguard.evaluate.defense.DefenseBench``; `audit --transform`)."""
+
+    attack: Annotated[list[str], Flag()] = Field(
+        default_factory=list,
+        description="Attack to measure leakage with (repeatable); the strongest result counts. Default: the strongest "
+        "suite (white-box gradient, the best measured inversion attack, slot-search when the data names people, "
+        "bag-of-words), each also adapted to the defense.",
+    )
+    cheap: Annotated[bool, Flag()] = Field(
+        default=False,
+        description="Only slot-search and bag-of-words (minutes, not hours): a lower bound on leakage, said so.",
+    )
+    profile: Annotated[Profile, Flag()] = Field(default="default", description=_PROFILE)
+    attack_limit: Annotated[int | None, Flag()] = Field(
+        default_factory=Declared("vdbguard.evaluate.defense:DefenseBench", "attack_limit"),
+        ge=1,
+        description="Attack at most this many records (a seeded sample of those naming someone); utility uses all.",
+    )
+
+    @model_validator(mode="after")
+    def _cheap_or_named(self) -> Attacker:
+        if self.cheap and self.attack:
+            raise ValueError("--cheap picks the attacks itself: drop it or drop --attack")
+        return self
+
+
+class AuditSettings(Attacker):
+    """`vdbguard audit` (``vdbguard.audit.run_audit``); the attacker's settings go with ``transform``."""
+
+    embedder: Annotated[str, Flag()] = Field(
+        default=DEFAULT_EMBEDDER, description="Model that made the vectors ('auto')."
+    )
+    sample_size: Annotated[int, Flag()] = Field(
+        default_factory=Declared("vdbguard.audit:audit_collection", "sample"),
+        ge=1,
+        description="Records (a count) whose stored text is embedded again and compared with their vector.",
+    )
+    transform: Annotated[str | None, Flag()] = Field(
+        default=None,
+        description="The transform the store was protected with (key from $VDBGUARD_TRANSFORM_KEY): the audit "
+        "checks it reproduces the stored vectors and measures what it buys against the adaptive attacker on the "
+        "store's text.",
+    )
+    strength: Annotated[float | None, Flag()] = Field(
+        default=None, description="With --transform: its strength (default: its own default)."
+    )
+    fit_file: Annotated[Path | None, Flag(path="file", exists=True)] = Field(
+        default=None,
+        description="With --transform, for transforms that need a fit: the .npz `vdbguard protect` saved.",
+    )
+    attack_limit: Annotated[int | None, Flag()] = Field(
+        default_factory=Declared("vdbguard.audit:OwnerTransform", "attack_limit"),
+        ge=1,
+        description="With --transform: attack at most this many of the store's texts.",
+    )
+    out: Annotated[Path | None, Flag(path="dir")] = Field(
+        default=None, description="Folder for audit.json (the findings and notes)."
+    )
+    fail_on: Annotated[FailOn, Flag()] = Field(
+        default=FAIL_ON, description="Exit 1 when a finding is at least this severe ('never': always exit 0)."
+    )
+
+    @model_validator(mode="after")
+    def _attacker_with_transform(self) -> AuditSettings:
+        if self.transform is None and (self.fit_file or self.strength is not None or self.attack or self.cheap):
+            raise ValueError("--strength, --fit-file, --attack and --cheap go with --transform")
+        return self
+
+
+class DefenseBenchSettings(Attacker):
+    """What a defense is measured on (``DefenseBench.of``): `evaluate-defense`, `calibrate` and `frontier`."""
+
+    data: Annotated[Path, Flag()] = Field(
+        description='Held-out JSONL: {"text": ..., "names": [...], "pii": [...]} (names and pii optional).'
+    )
+    embedder: Annotated[str, Flag()] = Field(default=DEFAULT_EMBEDDER, description="Model that embeds the data.")
+    seconds_per_record: Annotated[float, Flag(advanced=True)] = Field(
+        default_factory=Declared("vdbguard.evaluate.defense:DefenseBench", "seconds_per_record"),
+        ge=0,
+        description="Search budget per record for attacks that have one (adversarial-decoding); 0: none.",
+    )
+
+
+class EvaluateDefense(DefenseBenchSettings):
+    """`vdbguard evaluate-defense`: one transform."""
+
+    transform: Annotated[str, Flag()] = Field(
+        description="See `vdbguard transforms list` (its 'needs' column); chains: redact+gaussian, leace:1+gaussian. "
+        "Transforms that need a fit are fitted on vdbguard's corpus; keyed ones read $VDBGUARD_TRANSFORM_KEY."
+    )
+    strength: Annotated[float | None, Flag()] = Field(
+        default=None, description="The (last) transform's strength; default: its own default."
+    )
+    no_adaptive: Annotated[bool, Flag()] = Field(
+        default=False, description="Skip the adaptive attacker (never enough to trust a defense)."
+    )
+    out: Annotated[Path, Flag(path="dir")] = Field(description="Folder for defense.json (also printed).")
+
+
+class Calibrate(DefenseBenchSettings):
+    """`vdbguard calibrate`: the weakest setting that meets the targets."""
+
+    max_recall_loss: Annotated[float, Flag()] = Field(
+        default_factory=Declared("vdbguard.evaluate.calibration:calibrate", "max_recall_loss"),
+        ge=0,
+        le=1,
+        description="Recall@10 a defense may lose on queries without PII.",
+    )
+    target_leakage_cut: Annotated[float, Flag()] = Field(
+        default_factory=Declared("vdbguard.evaluate.calibration:calibrate", "target_leakage_cut"),
+        ge=0,
+        le=1,
+        description="Share of the leakage a defense must cut (drawn on the frontier's plot).",
+    )
+    transform: Annotated[list[str], Flag()] = Field(
+        default_factory=list, description="Transforms or chains to try (default: all)."
+    )
+    out: Annotated[Path | None, Flag(path="dir")] = Field(
+        default=None, description="Folder for calibration.json: every measured point."
+    )
+
+
+class Frontier(Calibrate):
+    """`vdbguard frontier`: every transform at every strength."""
+
+    transform: Annotated[list[str], Flag()] = Field(
+        default_factory=list,
+        description="Transforms or chains (default: every transform that sweeps strengths, and redact+gaussian, "
+        "redact+dcpe, leace:1+gaussian).",
+    )
+    out: Annotated[Path, Flag(path="dir")] = Field(description="Folder for points.json, table.md and frontier.png.")
+
+
+class SubjectSettings(_Strict):
+    """`vdbguard subject find` and `erase` (``vdbguard.subject.search_subject``): who, and how hard to look."""
+
+    name: Annotated[str | None, Flag()] = Field(
+        default=None, description="The person's full name, as it would be written in a record."
+    )
+    email: Annotated[str | None, Flag()] = Field(default=None, description="The person's email address.")
+    phone: Annotated[str | None, Flag()] = Field(
+        default=None, description="The person's phone number (matched on its digits)."
+    )
+    embedder: Annotated[str, Flag()] = Field(
+        default=DEFAULT_EMBEDDER,
+        description="Model that made the vectors ('auto' to identify it; 'store' for one that cannot run here: "
+        "payload search only).",
+    )
+    attack: Annotated[list[str], Flag()] = Field(
+        default_factory=lambda: ["bag-of-words"],
+        description="Inversion attack whose recovered words are matched against the name and email (repeatable; "
+        "'none' for none).",
+    )
+    profile: Annotated[Profile, Flag()] = Field(default="default", description=_PROFILE)
+    show_pii: Annotated[bool, Flag()] = Field(
+        default=False, description="Show matched values unmasked (handle the output as PII!)."
+    )
+    out: Annotated[Path | None, Flag(path="dir")] = Field(
+        default=None, description="Folder for subject.json: the records found and their evidence."
+    )
 
 
 def load_job(path: Path) -> JobConfig:

@@ -38,6 +38,7 @@ stored text is skipped and named, never copied with its old vector; a collection
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -46,7 +47,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import numpy as np
 
@@ -55,11 +56,14 @@ from vdbguard.connectors.base import Connector
 from vdbguard.embedders import SAME_TEXT
 from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.hooks.protector import Item, Protector, vector_label
-from vdbguard.progress import Advance
+from vdbguard.progress import Advance, ProgressSink
 from vdbguard.records import PROTECTION_MARK_KEY, TEXT_PAYLOAD_KEYS, Batch, VectorRecord
 from vdbguard.reports.schema import Report, Severity
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.fitting import can_save_fit, load_fit, save_fit
+
+if TYPE_CHECKING:
+    from vdbguard.config import ProtectJob, StoreSettings
 
 __all__ = ["MARK_KEY", "ProtectResult", "leak_counts", "protect_collection"]
 
@@ -706,3 +710,93 @@ def leak_counts(report: Report, at_least: Severity = Severity.LOW) -> Counter[tu
         if finding.severity.rank >= at_least.rank
         for t in finding.pii_types
     )
+
+
+@dataclass
+class ProtectRun:
+    """What `vdbguard protect` did: the copy, and the default scans of the source before and the copy after (None
+    when ``ProtectJob.scan`` is off)."""
+
+    result: ProtectResult
+    transform: Transform
+    before: Report | None
+    after: Report | None
+
+
+def run_protect(store: StoreSettings, collection: str, job: ProtectJob, progress: ProgressSink) -> ProtectRun:
+    """`vdbguard protect`: ``collection`` of ``store`` copied through ``job.transform`` into ``job.to_collection``
+    (itself only with ``in_place``), a text-side transform re-embedding with ``job.embedder``, a concept transform
+    learning ``job.concept`` from vdbguard's corpus, each side scanned as a default `scan` would."""
+    from vdbguard.embedders import Embedder
+    from vdbguard.transforms.chain import build_transform
+    from vdbguard.transforms.concepts import corpus_concept_set
+
+    if (job.to_collection == collection) != job.in_place:
+        raise VdbguardError(
+            "writing over the source collection needs in_place (--in-place --yes), and only then",
+            "name another collection to copy into, or confirm writing in place",
+        )
+    transform = build_transform(job.transform, job.strength)
+    fit_on = None
+    if transform.needs_labels and not (job.fit_file is not None and job.fit_file.exists()):  # a saved fit: no corpus
+        with progress.task(f"Learning where {job.concept} lives in {job.embedder}'s vectors", None):
+            fit_on = corpus_concept_set(Embedder(job.embedder), job.concept)
+    model = Embedder(job.embedder) if transform.text_side else None
+    out = job.out
+    before = _default_scan(store, collection, job.embedder, out and out / "before", progress) if job.scan else None
+    source = store.open(collection)
+    target = source if job.in_place else store.open(job.to_collection)
+    with (
+        source,
+        target,
+        progress.task(f"Protecting {collection} -> {job.to_collection}", source.describe().count) as advance,
+    ):
+        result = protect_collection(
+            source,
+            target,
+            transform,
+            batch_size=job.batch_size,
+            state_path=job.state,
+            progress=advance,
+            in_place=job.in_place,
+            fit_on=fit_on,
+            fit_path=job.fit_file,
+            embed=None if model is None else model.encode,
+            embedder_name=None if model is None else model.name,
+            stored_text=job.stored_text,
+        )
+    after = _default_scan(store, job.to_collection, job.embedder, out and out / "after", progress) if job.scan else None
+    return ProtectRun(result, transform, before, after)
+
+
+def _default_scan(
+    store: StoreSettings, collection: str, embedder: str, out: Path | None, progress: ProgressSink
+) -> Report:
+    """A default scan of one collection of the store, the job `scan` runs for it, its reports into ``out`` (none
+    kept without)."""
+    from vdbguard.config import JobConfig, JobSettings, OutputSettings
+    from vdbguard.scan.job import CollectionFailure, run_job
+
+    with contextlib.ExitStack() as stack:
+        folder = out or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vdbguard-protect-")))
+        config = JobConfig(
+            job=JobSettings(embedder=embedder),
+            stores=[store.model_copy(update={"collections": [collection]})],
+            output=OutputSettings(dir=folder),
+        )
+        (result,) = run_job(config, progress=progress, folders="none")  # run to its end: it stops its workers
+    if isinstance(result, CollectionFailure):
+        error = result.error
+        error.hint = f"{error.hint}; or protect with --no-scan" if error.hint else "protect with --no-scan"
+        raise error
+    return result.report
+
+
+def before_and_after(before: Report, after: Report, fail_on: str) -> tuple[Severity, list[tuple[str, ...]], int]:
+    """Records flagged per kind and type before and after, all of them and those at least as severe as ``fail_on``
+    (medium with "never"): that severity, the rows, and the findings after at least that severe."""
+    at_least = Severity.MEDIUM if fail_on == "never" else Severity(fail_on)
+    counts = [leak_counts(before), leak_counts(after), leak_counts(before, at_least), leak_counts(after, at_least)]
+    keys = sorted(set(counts[0]) | set(counts[1]))
+    rows = [(f"{kind}: {pii_type}", *(str(count[(kind, pii_type)]) for count in counts)) for kind, pii_type in keys]
+    return at_least, rows, sum(1 for finding in after.iter_findings() if finding.severity.rank >= at_least.rank)

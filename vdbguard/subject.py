@@ -20,6 +20,7 @@ forms of the identifiers. It is the only write vdbguard makes to a store outside
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import json
@@ -29,7 +30,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +43,10 @@ from vdbguard.errors import RecordError, VdbguardError
 from vdbguard.masking import mask_if
 from vdbguard.pii import PiiType
 from vdbguard.records import PROTECTION_MARK_KEY, VectorRecord
+
+if TYPE_CHECKING:
+    from vdbguard.config import StoreSettings, SubjectSettings
+    from vdbguard.progress import ProgressSink
 
 __all__ = ["Evidence", "Subject", "SubjectRecord", "SubjectSearch", "erase_subject", "find_subject"]
 
@@ -392,3 +397,20 @@ def erase_subject(
         raise
     _append(audit_log, {**entry, "event": "erased"})
     return ids
+
+
+@contextlib.contextmanager
+def search_subject(
+    store: StoreSettings, collection: str, settings: SubjectSettings, progress: ProgressSink | None = None
+) -> Iterator[tuple[Connector, Subject, SubjectSearch]]:
+    """`vdbguard subject find`: ``collection`` of ``store`` searched for the person ``settings`` names, with its
+    inversion attacks; yields the connector (still open, for `erase`), the subject and what was found."""
+    from vdbguard.attacks.training import trained_attacks
+    from vdbguard.scan import resolve_embedder
+
+    subject = Subject(name=settings.name, email=settings.email, phone=settings.phone)
+    with store.open(collection) as connector:
+        model = resolve_embedder(connector, settings.embedder)
+        names = [name for name in settings.attack if name != "none"]
+        attacks = trained_attacks(model, names, profile=settings.profile, progress=progress) if model and names else []
+        yield connector, subject, find_subject(connector, subject, model, collection, attacks, not settings.show_pii)

@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import wraps
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, Union, get_args, get_origin
 
 import click
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from vdbguard.cli.help import Declared, F, Option, advanced
-from vdbguard.config import JobSettings, job_default
+from vdbguard.cli.help import F, Option, advanced
+from vdbguard.config import Declared, Flag, JobSettings, job_default
 from vdbguard.credentials import remember_settings, safe_text
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import PlainProgress, RichProgress, json_event, progress_for
@@ -28,11 +28,10 @@ from vdbguard.reports.schema import Report, Severity
 
 if TYPE_CHECKING:
     from vdbguard.config import StoreSettings
-    from vdbguard.connectors.base import Connector
     from vdbguard.reports.summary import JsonSummary
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-FAIL_ON: str = job_default(JobSettings, "fail_on")  # every command's: a CI gate fails on what matters
+M = TypeVar("M", bound=BaseModel)
 console = Console(stderr=True, soft_wrap=True)  # a message is one line, whatever the terminal: paths stay whole
 
 
@@ -107,15 +106,6 @@ def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-fail_on_option = click.option(
-    "--fail-on",
-    type=click.Choice([s.value for s in Severity] + ["never"]),
-    default=FAIL_ON,
-    show_default=True,
-    help="Exit 1 when a finding is at least this severe ('never': always exit 0 after a run).",
-)
-
-
 def profile_option(is_advanced: bool = False) -> Callable[[F], F]:
     return (advanced if is_advanced else click.option)(
         "--profile",
@@ -127,11 +117,13 @@ def profile_option(is_advanced: bool = False) -> Callable[[F], F]:
 
 
 def job_option(
-    section: type[BaseModel], field: str, flag: str | None = None, everyday: bool = False, **settings: Any
+    section: type[BaseModel], field: str, flag: str | None = None, everyday: bool | None = None, **settings: Any
 ) -> Callable[[F], F]:
-    """An option that overrides one job setting, its parameter named as the field (advanced unless ``everyday``): its
-    type, bounds, choices, default and help are the job model's, declared there once; ``settings`` add to them."""
+    """An option that sets one field of a settings model, its parameter named as the field: its type, bounds,
+    choices, default and help are the field's, and its ``Flag`` (if any) says how it reads on the command line
+    (advanced unless ``everyday`` or a ``Flag`` says otherwise); ``flag`` and ``settings`` add to them."""
     info = section.model_fields[field]
+    marker = next((m for m in info.metadata if isinstance(m, Flag)), Flag(advanced=True))
     kind = info.annotation
     if get_origin(kind) in (Union, UnionType):
         kind = next(arg for arg in get_args(kind) if arg is not type(None))
@@ -141,28 +133,62 @@ def job_option(
     limits = {"min": bounds.get("Ge", bounds.get("Gt")), "max": bounds.get("Le"), "min_open": "Gt" in bounds}
     if get_origin(kind) is Literal:
         click_type: Any = click.Choice(get_args(kind))
-    elif kind in (int, float):
+    elif kind in (int, float) and bounds.keys() & {"Ge", "Gt", "Le"}:
         click_type = click.IntRange(limits["min"], limits["max"]) if kind is int else click.FloatRange(**limits)
+    elif kind in (int, float):
+        click_type = kind
+    elif kind is Path:
+        click_type = click.Path(
+            path_type=Path, dir_okay=marker.path != "file", file_okay=marker.path != "dir", exists=marker.exists
+        )
     else:
-        click_type = click.Path(path_type=Path) if kind is Path else None
-    default = info.get_default(call_default_factory=True)
+        click_type = None
+    required = info.is_required()
+    declared = isinstance(info.default_factory, Declared)
+    default = None if required else info.default_factory if declared else info.get_default(call_default_factory=True)
     options = {"type": click_type, "multiple": multiple, "is_flag": kind is bool, "default": default}
-    options["show_default"] = default is not None and default is not False and default != []
-    options.update({"help": info.description, **settings})
-    return (click.option if everyday else advanced)(flag or "--" + field.replace("_", "-"), field, **options)
+    options["show_default"] = declared or (default is not None and default is not False and default != [])
+    options.update(help=marker.help or info.description, required=required, metavar=marker.metavar)
+    advanced = marker.advanced if everyday is None else not everyday
+    name = flag or marker.name or "--" + field.replace("_", "-")
+    declarations = [f"{name}/{marker.off}" if marker.off else name, field]
+    return click.option(*declarations, cls=Option, advanced=advanced, help_from=marker.help_from, **options | settings)
 
 
-def default_option(
-    owner: str, flag: str, help: str, name: str | None = None, everyday: bool = True, **settings: Any
-) -> Callable[[F], F]:
-    """An option (advanced unless ``everyday``; ``type`` given, since no default is at hand to guess it from) whose
-    default is the one ``owner`` ("module:function" or "module:Class") declares for its parameter ``name`` (the
-    flag's by default): declared there once, so the command line and the Python API agree."""
-    name = name or flag.removeprefix("--").replace("-", "_")
-    return click.option(
-        flag, name, cls=Option, advanced=not everyday, default=Declared(owner, name), show_default=True, help=help,
-        **settings,
-    )  # fmt: skip
+def settings_options(model: type[BaseModel]) -> Callable[[F], F]:
+    """Every field of ``model`` as an option (``job_option``), the required ones first; the command gets them as
+    one validated ``settings``, a problem named by its flag."""
+
+    def apply(command: F) -> F:
+        @wraps(command)
+        def with_settings(*args: Any, **kwargs: Any) -> Any:
+            values = {field: kwargs.pop(field) for field in model.model_fields}
+            return command(*args, settings=validated(model, values), **kwargs)
+
+        fields = sorted(model.model_fields, key=lambda field: not model.model_fields[field].is_required())
+        return options(*(job_option(model, field) for field in fields))(with_settings)  # type: ignore[arg-type]
+
+    return apply
+
+
+def validated(model: type[M], values: Mapping[str, Any]) -> M:
+    """``model`` of the values the flags gave, each problem named by the flag that set it."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        problems = "\n".join(map(_named_by_flag, exc.errors()))
+        command = click.get_current_context().command_path
+        raise VdbguardError(f"the flags have problems:\n{problems}", f"see `{command} --help`") from exc
+
+
+def _named_by_flag(error: Any) -> str:
+    """A problem of the settings the flags describe, named by the flag that set it."""
+    message = error["msg"].removeprefix("Value error, ")
+    if not error["loc"]:
+        return f"  {message}"
+    field = str(error["loc"][-1])
+    flags = {param.name: param.opts[0] for param in click.get_current_context().command.params}
+    return f"  {flags.get(field, field)}: {message}"
 
 
 def embedder_option(help: str) -> Callable[[F], F]:
@@ -326,21 +352,6 @@ def _connector_options(option: tuple[str, ...]) -> dict[str, Any]:
     return settings
 
 
-def store_flags(path: Path | None, url: str | None, option: tuple[str, ...]) -> dict[str, Any]:
-    """The connector's settings but ``collection``, from the flags and --option pairs; secrets remembered to mask."""
-    if (path is None) == (url is None):
-        raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
-    settings: dict[str, Any] = _connector_options(option)
-    settings.update({"path": path} if path is not None else {"url": url})
-    remember_settings(settings)
-    tls_verify = click.get_current_context().meta.get("tls_verify")
-    if tls_verify is not None:
-        if url is None:
-            raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
-        settings["tls_verify"] = tls_verify
-    return settings
-
-
 def flags_store(
     name: str, collections: list[str], path: Path | None, url: str | None, option: tuple[str, ...]
 ) -> StoreSettings:
@@ -348,19 +359,13 @@ def flags_store(
     to mask."""
     from vdbguard.config import StoreSettings
 
-    settings = store_flags(path, url, option)
-    options = {key: value for key, value in settings.items() if key not in ("path", "url")}
+    if (path is None) == (url is None):
+        raise click.UsageError("give exactly one of --path (embedded store) or --url (server)")
+    options = _connector_options(option)
+    remember_settings({**options, **({"path": path} if path is not None else {"url": url})})
+    tls_verify = click.get_current_context().meta.get("tls_verify")
+    if tls_verify is not None:
+        if url is None:
+            raise click.UsageError("--ca-cert and --insecure are for a server (--url), not an embedded store")
+        options["tls_verify"] = tls_verify
     return StoreSettings.from_flags(name, path, url, options, collections)
-
-
-def open_connector(
-    name: str, collection: str, path: Path | None, url: str | None, option: tuple[str, ...]
-) -> Connector:
-    """Build a connector from the flags and --option pairs; settings it refuses are named as the pairs' fault."""
-    from vdbguard.connectors import load_connector
-
-    settings = store_flags(path, url, option)
-    try:
-        return load_connector(name)(collection=collection, **settings)
-    except TypeError as exc:
-        raise VdbguardError(f"the {name} connector rejected its settings: {exc}", "check the --option names") from exc

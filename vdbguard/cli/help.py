@@ -3,40 +3,33 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
+from vdbguard.config import Declared
+
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True)
-class Declared:
-    """The default that ``owner`` ("module:function" or "module:Class") declares for its parameter ``name``, read
-    when a run or ``--help`` needs it: importing every owner whenever the CLI loads cost each command 60-90 ms."""
-
-    owner: str
-    name: str
-
-    def __call__(self) -> Any:
-        module, _, attribute = self.owner.partition(":")
-        return inspect.signature(getattr(importlib.import_module(module), attribute)).parameters[self.name].default
 
 
 class Option(click.Option):
     """An option that ``--help`` lists under "Advanced options" when made with ``advanced=True``, and whose default
     may be ``Declared`` elsewhere (shown in ``--help`` as its value, not as "dynamic")."""
 
-    def __init__(self, *args: Any, advanced: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, advanced: bool = False, help_from: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.advanced = advanced
+        self.advanced, self.help_from, self.declared_help = advanced, help_from, self.help
 
     def get_default(self, ctx: click.Context, call: bool = True) -> Any:
         value = super().get_default(ctx, call=call)
         return value() if isinstance(value, Declared) else value
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help_from is not None:  # read now: loading what it names costs every other command
+            module, _, function = self.help_from.partition(":")
+            self.help = f"{self.declared_help} {getattr(importlib.import_module(module), function)()}"
+        return super().get_help_record(ctx)
 
 
 def advanced(*declarations: str, **settings: Any) -> Callable[[F], F]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from pydantic import BaseModel
 from rich.markup import escape
 
 from vdbguard.cli.common import (
@@ -20,7 +21,6 @@ from vdbguard.cli.common import (
     EXIT_ERROR,
     exit_code,
     exit_with,
-    fail_on_option,
     flags_store,
     format_option,
     friendly_errors,
@@ -28,12 +28,12 @@ from vdbguard.cli.common import (
     out_option,
     print_summary,
     print_table,
-    profile_option,
     progress,
     say,
     say_error,
     say_reports_written,
     store_options,
+    validated,
 )
 from vdbguard.cli.help import Command, advanced
 from vdbguard.config import AttackSettings, JobSettings, OutputSettings, job_default
@@ -76,22 +76,13 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     "`vdbguard config init` writes one). The other flags are then not used.",
 )
 @functools.partial(store_options, required=False)
-@job_option(JobSettings, "embedder", everyday=True)
-@job_option(
-    AttackSettings, "fast", "--attack", everyday=True, help="Attack to run (repeatable; see `vdbguard attacks list`)."
-)
+@job_option(JobSettings, "embedder")
+@job_option(AttackSettings, "fast")
 @out_option("the reports (each collection of several in a folder of its own)", "dir", default=Path("."))
 @format_option()
-@job_option(
-    JobSettings,
-    "state",
-    everyday=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="SQLite state file: a re-scan attacks only new or changed records and resolves deleted ones; "
-    "an interrupted scan resumes.",
-)
-@job_option(OutputSettings, "show_pii", everyday=True, help="Do not mask recovered values (handle reports as PII!).")
-@job_option(JobSettings, "findings", everyday=True)
+@job_option(JobSettings, "state")
+@job_option(OutputSettings, "show_pii")
+@job_option(JobSettings, "findings")
 @click.option(
     "--identifiers",
     "identifiers_file",
@@ -115,14 +106,7 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     help="Print one JSON summary on stdout instead of the table: counts, the exit code, report paths and the most "
     "severe findings (no recovered value). Nothing else goes to stdout.",
 )
-@job_option(
-    OutputSettings,
-    "metrics_file",
-    everyday=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the counts as a Prometheus textfile (node exporter's textfile collector: name it *.prom), "
-    "replaced atomically after every scan; a failed scan sets vdbguard_scan_success 0 and keeps the last success.",
-)
+@job_option(OutputSettings, "metrics_file")
 @click.option(
     "--webhook",
     metavar="URL",
@@ -130,29 +114,22 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
     help="POST the counts as JSON here after the scan (never a recovered value); a failure only warns. "
     "user:password@ in the URL is sent as Basic auth.",
 )
-@fail_on_option
-@profile_option(is_advanced=True)
+@job_option(JobSettings, "fail_on")
+@job_option(JobSettings, "profile")
 @job_option(AttackSettings, "sample")
-@job_option(AttackSettings, "deep", "--deep-attack", help="Slower attack for the deep tier (repeatable).")
+@job_option(AttackSettings, "deep")
 @job_option(AttackSettings, "deep_sample")
 @job_option(AttackSettings, "deep_max_records")
 @job_option(AttackSettings, "deep_max_seconds")
 @job_option(AttackSettings, "deep_record_seconds")
 @job_option(JobSettings, "owner_calibration")
 @job_option(JobSettings, "calibration_sample")
-@job_option(JobSettings, "save_calibration", type=click.Path(path_type=Path, file_okay=False))
-@job_option(JobSettings, "load_calibration", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@job_option(JobSettings, "save_calibration")
+@job_option(JobSettings, "load_calibration")
 @job_option(JobSettings, "verdict")
 @job_option(JobSettings, "target_fpr")
 @job_option(JobSettings, "executor")
-@job_option(
-    JobSettings,
-    "ray_address",
-    "--address",
-    metavar="ADDR",
-    help="With --executor ray: a running cluster's address (ray start --head prints it); "
-    "default a local cluster of --workers CPUs.",
-)
+@job_option(JobSettings, "ray_address")
 @job_option(JobSettings, "workers")
 @job_option(JobSettings, "batch_size")
 @advanced(
@@ -215,33 +192,13 @@ def scan(**flags: Any) -> None:
 def _job_from_flags(flags: Mapping[str, Any], store: StoreSettings) -> JobConfig:
     """The job `scan`'s flags describe: its one store, the flags' settings, so that it runs as a job file's
     collections do."""
-    from pydantic import BaseModel, ValidationError
-
     from vdbguard.config import JobConfig
 
     def section(model: type[BaseModel]) -> dict[str, Any]:
         return {field: flags[field] for field in model.model_fields if field in flags}
 
-    try:
-        return JobConfig(
-            job=JobSettings(**section(JobSettings)),
-            stores=[store],
-            attacks=AttackSettings(**section(AttackSettings)),
-            output=OutputSettings(**section(OutputSettings)),
-        )
-    except ValidationError as exc:
-        problems = "\n".join(map(_named_by_flag, exc.errors()))
-        raise VdbguardError(f"the scan's flags have problems:\n{problems}", "see `vdbguard scan --help`") from exc
-
-
-def _named_by_flag(error: Any) -> str:
-    """A problem of the job the flags describe, named by the flag that set it."""
-    message = error["msg"].removeprefix("Value error, ")
-    if not error["loc"]:
-        return f"  {message}"
-    field = str(error["loc"][-1])
-    flags = {param.name: param.opts[0] for param in click.get_current_context().command.params}
-    return f"  {flags.get(field, field)}: {message}"
+    sections = {"job": section(JobSettings), "attacks": section(AttackSettings), "output": section(OutputSettings)}
+    return validated(JobConfig, {**sections, "stores": [store]})
 
 
 def _json_summary(fail_on: str, top: int) -> JsonSummary:

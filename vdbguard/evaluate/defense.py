@@ -26,7 +26,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,11 +37,14 @@ from vdbguard.attacks.base import with_record_budget
 from vdbguard.attacks.training import PROFILES, _profile_corpus, protected_embeddings, trained_attacks
 from vdbguard.corpus.embedded import embed_corpus
 from vdbguard.embedders import Embedder
-from vdbguard.evaluate.data import EvalItem
+from vdbguard.evaluate.data import EvalItem, load_jsonl
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.text import name_parts, name_recovery, tokens
 from vdbguard.transforms.base import Transform
 from vdbguard.transforms.concepts import DEFAULT_CONCEPT, concept_labels
+
+if TYPE_CHECKING:
+    from vdbguard.config import DefenseBenchSettings
 
 K = 10
 CHEAP_NAME_ATTACKS: tuple[str, ...] = ("slot-search", "bag-of-words")
@@ -297,6 +300,20 @@ class DefenseBench:
         self.targets = [self.items[i] for i in self.chosen]
         self._attacks: list[Attack] | None = None
         self._clean_leakage: dict[str, Leakage] = {}
+
+    @classmethod
+    def of(cls, settings: DefenseBenchSettings, progress: ProgressSink | None = None) -> DefenseBench:
+        """The bench `evaluate-defense`, `calibrate` and `frontier` measure on."""
+        return cls(
+            Embedder(settings.embedder),
+            load_jsonl(settings.data),
+            attacks=settings.attack,
+            cheap=settings.cheap,
+            profile=settings.profile,
+            attack_limit=settings.attack_limit,
+            seconds_per_record=settings.seconds_per_record,
+            progress=progress,
+        )
 
     def attacks(self) -> list[Attack]:
         if self._attacks is None:

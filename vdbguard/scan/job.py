@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from vdbguard.cache import writable_dir
 from vdbguard.config import JobConfig, StoreSettings, Suppression, is_pattern
-from vdbguard.credentials import redact_location, scrub
+from vdbguard.credentials import redact_location
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
@@ -157,17 +156,12 @@ def _scan_one(
     folders: Folders,
 ) -> tuple[Report, Path]:
     """One collection of the job scanned, its suppressions applied and its reports written."""
-    from vdbguard.connectors import load_connector
     from vdbguard.scan.distributed import RayExecutor
     from vdbguard.scan.run import AUTO_EMBEDDER, resolve_embedder, scan_collection
     from vdbguard.scan.settings import ScanTarget
 
     job = config.job
-    connector_cls = load_connector(store.connector)
-    settings = store.connector_settings(collection, config.base_dir)
-    with _settings_checked(store):
-        connector = connector_cls(**settings)
-    with connector:
+    with store.open(collection, config.base_dir) as connector:
         model = resolve_embedder(connector, job.embedder)
         if model is not None and job.embedder == AUTO_EMBEDDER:
             plan.info("Identified the embedder from the stored vectors: %s", model.name)
@@ -191,25 +185,9 @@ def _collections_of(config: JobConfig, store: StoreSettings) -> list[str]:
     """The store's collections to scan: its names, and what its globs match among the collections it lists now."""
     existing: list[str] = []
     if any(map(is_pattern, store.collections)):
-        from vdbguard.connectors import load_connector
-
-        with _settings_checked(store):
-            existing = load_connector(store.connector).list_collections(**store.store_settings(config.base_dir))
+        existing = store.list_collections(config.base_dir)
     location = redact_location(str(config.resolve(store.path) or store.url))
     return match_collections(store.collections, existing, f"the {store.label} store at {location}")
-
-
-@contextlib.contextmanager
-def _settings_checked(store: StoreSettings) -> Iterator[None]:
-    """A connector that refuses its keyword arguments is a settings problem, named without the credentials."""
-    try:
-        yield
-    except TypeError as exc:
-        raise VdbguardError(
-            f"store {store.label!r}: the {store.connector} connector rejected its settings: "
-            f"{scrub(str(exc), _secrets(store))}",
-            "check the connector's settings ([stores.options], or scan's --option pairs)",
-        ) from exc
 
 
 def _check_output_folders(config: JobConfig, plan: list[tuple[StoreSettings, list[str]]], folders: Folders) -> None:
@@ -238,7 +216,3 @@ def _output_dir(config: JobConfig, store: StoreSettings, collection: str, folder
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "_"
-
-
-def _secrets(store: StoreSettings) -> list[str | None]:
-    return [os.environ.get(variable) for variable in store.credentials.values()]
