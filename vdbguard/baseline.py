@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-from vdbguard.config import Suppression, describe_errors, key_lines
+from vdbguard.config import JobConfig, Suppression, describe_errors, key_lines
 from vdbguard.errors import VdbguardError
 
 _HINT = (
@@ -93,3 +94,17 @@ def load_baseline(path: Path) -> list[Suppression]:
         return _suppression_list(path, text, data)
     kind = "a SARIF log" if isinstance(data, dict) and "runs" in data else "neither a report nor a suppression list"
     raise VdbguardError(f"the baseline {path} is {kind}", _HINT)
+
+
+def baseline_in_force(file: Path | None, today: date) -> tuple[list[Suppression], list[Suppression]]:
+    """The baseline's suppressions still in force, and the expired ones (named to the user as a job file's are);
+    read before the scan, so that a bad file fails fast."""
+    if file is None:
+        return [], []
+    suppressions = load_baseline(file)
+    return [s for s in suppressions if s.expires >= today], [s for s in suppressions if s.expires < today]
+
+
+def with_baseline(config: JobConfig, baseline: Sequence[Suppression]) -> JobConfig:
+    """The job with the baseline's suppressions added to its own."""
+    return config.model_copy(update={"suppressions": [*config.suppressions, *baseline]}) if baseline else config

@@ -80,7 +80,7 @@ def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:
       vdbguard report scan-out/report.json --format html --out scan-out
       vdbguard report vdbguard-state.sqlite --format html,sarif --out again/
     """
-    from vdbguard.scan.publish import stored_reports
+    from vdbguard.scan.state import stored_reports
 
     for one, folder in stored_reports(source, out):
         write_reports(one, folder, formats)

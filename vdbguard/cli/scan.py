@@ -1,12 +1,11 @@
 """`vdbguard scan`: its flags, its help and its exit code. The flags describe a job of one store, which runs as a job
-file does (`vdbguard.scan.job`); what a finished scan leaves besides its reports is `vdbguard.scan.publish`."""
+file does (`vdbguard.scan.job`, which also publishes each collection's counts)."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime
 import functools
-import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
     from vdbguard.config import JobConfig, StoreSettings, Suppression
     from vdbguard.reports.schema import Report
     from vdbguard.scan.job import CollectionFailure, CollectionResult, Folders
-    from vdbguard.scan.publish import Publisher
 
 
 def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -160,9 +158,9 @@ def scan(**flags: Any) -> None:
       vdbguard scan --connector qdrant --url http://127.0.0.1:6333 --collection '*' --state scan.sqlite
       vdbguard scan --config vdbguard.toml --json > vdbguard-summary.json
     """
+    from vdbguard.baseline import baseline_in_force
     from vdbguard.cache import writable_dir
-    from vdbguard.config import load_identifiers
-    from vdbguard.scan.publish import baseline_in_force
+    from vdbguard.config import load_identifiers, load_job
 
     summary = _json_summary(flags["fail_on"], flags["top_findings"]) if flags["as_json"] else None
     baseline, expired = baseline_in_force(flags["baseline_file"], datetime.date.today())
@@ -173,7 +171,7 @@ def scan(**flags: Any) -> None:
             raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
         if flags["identifiers_file"] is not None:
             raise click.UsageError("--config holds its own identifiers: put them in the job file's [[identifiers]]")
-        exit_with(_scan_job_file(flags["config_file"], baseline, summary), summary)
+        exit_with(_scan_job(load_job(flags["config_file"]), baseline, summary, None), summary)
     if not name or not collection:
         raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
     if flags["executor"] != "ray" and (flags["ray_address"] or flags["workers"] != job_default(JobSettings, "workers")):
@@ -224,15 +222,6 @@ def _collection_patterns(collection: str) -> list[str] | None:
     return patterns
 
 
-def _scan_job_file(config_file: Path, baseline: list[Suppression], summary: JsonSummary | None) -> int:
-    """Every collection of the job file; the exit code is the worst."""
-    from vdbguard.config import load_job
-
-    config = load_job(config_file)
-    webhook = os.environ.get(config.output.webhook_env) if config.output.webhook_env else None
-    return _scan_job(config, baseline, summary, webhook)
-
-
 def _scan_job(
     config: JobConfig,
     baseline: list[Suppression],
@@ -242,8 +231,8 @@ def _scan_job(
 ) -> int:
     """Every collection of the job, the baseline's suppressions added to the job's, then the store summary; the
     exit code is the worst. ``folders="none"``: one collection, its reports --out's own, its failure the command's."""
-    from vdbguard.scan.job import CollectionFailure, run_job
-    from vdbguard.scan.publish import Publisher, with_baseline
+    from vdbguard.baseline import with_baseline
+    from vdbguard.scan.job import CollectionFailure, Publisher, run_job
 
     _say_expired(config.expired_suppressions(datetime.date.today()))
     config = with_baseline(config, baseline)
@@ -253,17 +242,16 @@ def _scan_job(
     publisher = Publisher.for_job(config, webhook, per_collection=not one)
     code = EXIT_CLEAN
     with progress() as bars:
-        for result in run_job(config, progress=bars, on_failure=publisher.failed, folders=folders):
+        for result in run_job(config, progress=bars, publisher=publisher, folders=folders):
             if isinstance(result, CollectionFailure) and one:
                 raise _resumable(result.error, config.job.state)
             if isinstance(result, CollectionFailure):
                 _say_failed(result, config.job.state)
-                publisher.store_summary.add_failure(result.store, result.collection, result.error)
                 if summary is not None:
                     summary.add_failure(result.store, result.collection, result.error)
                 code = EXIT_ERROR
                 continue
-            code = max(code, _published(result, publisher, config.job.fail_on, config.output.formats, summary, one))
+            code = max(code, _published(result, config.job.fail_on, config.output.formats, summary, one))
     if one:
         return code
     output_dir = config.resolve(config.output.dir)
@@ -294,15 +282,13 @@ def _say_failed(failure: CollectionFailure, state: Path | None) -> None:
 
 def _published(
     result: CollectionResult,
-    publisher: Publisher,
     fail_on: str,
     formats: Iterable[str],
     summary: JsonSummary | None,
     one: bool,
 ) -> int:
-    """One finished collection: its counts published, then where its reports are, its coverage and its table (or
-    --json's entry) told. ``one``: the scan of one collection, whose reports are --out's own. Its exit code."""
-    publisher.publish(result)
+    """One finished collection (published): where its reports are, its coverage and its table (or --json's entry)
+    told. ``one``: the scan of one collection, whose reports are --out's own. Its exit code."""
     report, paths = result.report, report_paths(result.out, list(formats))
     if one:
         say_reports_written(paths)

@@ -16,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import logging
+import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -30,6 +31,7 @@ from vdbguard.errors import VdbguardError
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
 from vdbguard.reports.schema import Report
+from vdbguard.reports.store_summary import StoreSummary
 
 if TYPE_CHECKING:
     from vdbguard.detectors.shared import WorkerSlot
@@ -87,6 +89,58 @@ class CollectionFailure:
     duration_s: float
 
 
+@dataclass
+class Publisher:
+    """Where each collection's counts go: ``metrics_file`` (in a run of several, one file per collection beside
+    it, ``<stem>-<store>-<collection>.prom``) and ``webhook``; ``store_summary`` ranks every collection published."""
+
+    metrics_file: Path | None = None
+    webhook: str | None = None
+    per_collection: bool = False
+    store_summary: StoreSummary = field(default_factory=StoreSummary)
+
+    @classmethod
+    def for_job(cls, config: JobConfig, webhook: str | None = None, per_collection: bool = True) -> Publisher:
+        """The job's textfile, and ``webhook`` (by default the URL its ``output.webhook_env`` names)."""
+        if webhook is None and config.output.webhook_env:
+            webhook = os.environ.get(config.output.webhook_env)
+        return cls(config.resolve(config.output.metrics_file), webhook, per_collection)
+
+    def metrics_path(self, store: str, collection: str) -> Path | None:
+        if self.metrics_file is None or not self.per_collection:
+            return self.metrics_file
+        return self.metrics_file.with_name(f"{self.metrics_file.stem}-{store}-{collection}.prom")
+
+    def publish(self, result: CollectionResult) -> None:
+        """A finished collection's counts: the textfile replaced, the webhook posted (a failure there only warns)."""
+        from vdbguard.reports.metrics import post_webhook, webhook_payload, write_metrics
+
+        self.store_summary.add(result.report, result.store, result.out)
+        path = self.metrics_path(result.store, result.collection)
+        if path is not None:
+            write_metrics(path, result.report, collection=result.collection, duration_s=result.duration_s)
+        if self.webhook:
+            post_webhook(self.webhook, webhook_payload(result.report, result.duration_s))
+
+    def failed(self, failure: CollectionFailure) -> None:
+        """A failed collection: named in the store summary, and its textfile says so (success 0, its last success
+        kept). The scan's own error is the one to show, so a textfile that cannot be written only warns."""
+        self.store_summary.add_failure(failure.store, failure.collection, failure.error)
+        path = self.metrics_path(failure.store, failure.collection)
+        if path is None:
+            return
+        from vdbguard.reports.metrics import write_metrics
+
+        try:
+            write_metrics(path, None, collection=failure.collection, duration_s=failure.duration_s)
+        except VdbguardError as exc:
+            log.warning("%s", exc)
+
+    def write_summary(self, out: Path) -> list[Path]:
+        """store-summary.json and .md, written into ``out``."""
+        return self.store_summary.write(out)
+
+
 def as_error(exc: Exception) -> VdbguardError:
     """A failure as the error a user reads: vdbguard's own as it is, anything else named by its type."""
     if isinstance(exc, VdbguardError):
@@ -98,14 +152,15 @@ def run_job(
     config: JobConfig,
     progress: ProgressSink | None = None,
     today: date | None = None,
-    on_failure: Callable[[str, str, float], None] | None = None,
+    publisher: Publisher | None = None,
     folders: Folders = "store",
 ) -> Iterator[CollectionResult | CollectionFailure]:
-    """Scan every collection of the job in turn, yielding each one's report once it is written, or its failure:
-    one collection's error never stops the others (a Ctrl-C does).
+    """Scan every collection of the job in turn, yielding each one's report once it is written and published, or
+    its failure: one collection's error never stops the others (a Ctrl-C does).
 
     Suppressions that expired before ``today`` no longer apply (``config.expired_suppressions`` lists them).
-    ``on_failure(store, collection, seconds)`` hears of the collection whose scan failed, before it is yielded.
+    ``publisher`` (by default the job's own, ``Publisher.for_job``) hears of every collection as it finishes, and
+    ranks them in its store summary.
     ``folders``: where each collection's reports go in ``output.dir``: ``store/collection/`` (a job file's),
     ``collection/`` (`scan --collection PATTERN`, which names one store), or ``none``, ``output.dir`` itself (`scan`
     of one collection by name).
@@ -114,6 +169,7 @@ def run_job(
     from vdbguard.scan.settings import ScanSettings
 
     today = today or date.today()
+    publisher = publisher or Publisher.for_job(config, per_collection=folders != "none")
     suppressions = config.active_suppressions(today)
     scan_settings = ScanSettings.from_job(config)
     job = config.job
@@ -138,11 +194,13 @@ def run_job(
                     )
                 except Exception as exc:
                     log.debug("scan of %s/%s failed", store.label, collection, exc_info=True)
-                    if on_failure is not None:
-                        on_failure(store.label, collection, time.monotonic() - started)
-                    yield CollectionFailure(store.label, collection, as_error(exc), time.monotonic() - started)
+                    failure = CollectionFailure(store.label, collection, as_error(exc), time.monotonic() - started)
+                    publisher.failed(failure)
+                    yield failure
                     continue
-                yield CollectionResult(store.label, collection, report, out, time.monotonic() - started)
+                result = CollectionResult(store.label, collection, report, out, time.monotonic() - started)
+                publisher.publish(result)
+                yield result
 
 
 def _scan_one(

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from vdbguard.cache import ScratchDir
+from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import STORED_TEXT, VECTOR, Finding, RecordProblem, Report, RunSummary, Summary
 from vdbguard.reports.spool import IN_MEMORY_FINDINGS, FindingSpool
 from vdbguard.scan.state_file import (
@@ -716,3 +717,19 @@ class Run:
                 )
             )
         return history
+
+
+def stored_reports(source: Path, out: Path) -> list[tuple[Report, Path]]:
+    """What `vdbguard report SOURCE` re-renders, each report with its folder: a report.json's into ``out``, or
+    every collection's last report in a scan state (``out/<connector>-<collection>`` when it holds several)."""
+    from vdbguard.reports.loading import is_sqlite, load_report
+
+    if not is_sqlite(source):
+        return [(load_report(source), out)]
+    with ScanStore(source) as state:
+        reports = state.latest_reports()
+    if not reports:
+        raise VdbguardError(f"{source} holds no finished scan yet", "run the scan with --state to completion")
+    if len(reports) == 1:
+        return [(reports[0], out)]
+    return [(report, out / f"{report.target.connector}-{report.target.collection}") for report in reports]
