@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.helpers import chroma_job, free_port, http_recorder, make_chroma_store
-from vdbguard.cli import fix_malloc_thresholds, main
+from vdbguard.cli import main
 from vdbguard.cli.help import Declared
 from vdbguard.reports.schema import SCHEMA_VERSION, Report
 
@@ -290,42 +290,6 @@ def test_scan_for_a_job_runner_json_progress_metrics_and_webhook(scan_args, tmp_
     posted = json.loads(request["body"])
     assert posted["records_flagged"] == flagged
     assert not any(f.record_id in request["body"].decode() for f in report.findings)  # counts only, never records
-
-
-MMAPPED_AFTER_A_BIG_FREE = """
-import ctypes, sys
-from vdbguard.cli import fix_malloc_thresholds
-class MallInfo2(ctypes.Structure):
-    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
-    _fields_ = [(name, ctypes.c_size_t) for name in names.split()]
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype, libc.malloc.restype, libc.free.argtypes = MallInfo2, ctypes.c_void_p, [ctypes.c_void_p]
-if sys.argv[1] == "fixed":
-    fix_malloc_thresholds()
-libc.free(libc.malloc(8 << 20))  # glibc's own threshold rises to the size of this freed block
-before = libc.mallinfo2().hblks
-block = libc.malloc(1 << 20)
-print(libc.mallinfo2().hblks - before)
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
-@pytest.mark.parametrize(("setting", "mmapped"), [("fixed", 1), ("glibc's own", 0)])
-def test_the_cli_keeps_big_blocks_out_of_the_heap_after_a_big_free(setting: str, mmapped: int) -> None:
-    """A block freed to the system cannot linger in a thread's heap: the peak stays flat as the store grows."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("MALLOC_")}
-    done = subprocess.run(
-        [sys.executable, "-c", MMAPPED_AFTER_A_BIG_FREE, setting], env=env, capture_output=True, text=True, check=True
-    )
-    assert int(done.stdout) == mmapped
-
-
-def test_a_users_own_malloc_settings_win(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ctypes
-
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
-    monkeypatch.setattr(ctypes, "CDLL", lambda _name: pytest.fail("mallopt called despite MALLOC_ARENA_MAX"))
-    fix_malloc_thresholds()
 
 
 # -- output CI accepts as-is (#44): SARIF for code scanning, --json, JSON lines, --baseline ---------------

@@ -17,7 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "pii", "masking", "cache", "progress", "text", "plugins", "credentials", "records", "data"),
+    ("errors", "pii", "masking", "cache", "memory", "progress", "text", "plugins", "credentials", "records", "data"),
     ("embedders", "reports", "connectors", "config", "identifiers", "baseline"),
     ("corpus",),
     ("detectors",),

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vdbguard.cli.help import F, Option, advanced
-from vdbguard.config import Declared, Flag, JobSettings, job_default
+from vdbguard.config import Declared, Flag
 from vdbguard.credentials import remember_settings, safe_text
 from vdbguard.errors import VdbguardError
 from vdbguard.progress import PlainProgress, RichProgress, json_event, progress_for
@@ -106,16 +106,6 @@ def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-def profile_option(is_advanced: bool = False) -> Callable[[F], F]:
-    return (advanced if is_advanced else click.option)(
-        "--profile",
-        type=click.Choice(["default", "small"]),
-        default=job_default(JobSettings, "profile"),
-        show_default=True,
-        help="Attack models to train or load: small is faster and weaker (for a first look, or tests).",
-    )
-
-
 def job_option(
     section: type[BaseModel], field: str, flag: str | None = None, everyday: bool | None = None, **settings: Any
 ) -> Callable[[F], F]:
@@ -189,11 +179,6 @@ def _named_by_flag(error: Any) -> str:
     field = str(error["loc"][-1])
     flags = {param.name: param.opts[0] for param in click.get_current_context().command.params}
     return f"  {flags.get(field, field)}: {message}"
-
-
-def embedder_option(help: str) -> Callable[[F], F]:
-    """--embedder, a scan's default: the model that made (or makes) the vectors."""
-    return click.option("--embedder", default=job_default(JobSettings, "embedder"), show_default=True, help=help)
 
 
 def exit_code(report: Report, fail_on: str) -> int:

@@ -152,43 +152,30 @@ def calibrate(settings: Calibrate) -> None:
       vdbguard calibrate --data heldout.jsonl --transform gaussian --transform redact+gaussian --max-recall-loss 0.05
     """
     from vdbguard.evaluate.calibration import calibrate as run_calibration
+    from vdbguard.evaluate.calibration import cut_text
     from vdbguard.evaluate.defense import DefenseBench
     from vdbguard.evaluate.frontier import row_of
 
-    max_recall_loss, target_leakage_cut = settings.max_recall_loss, settings.target_leakage_cut
     with progress() as bars:
         result = run_calibration(
             DefenseBench.of(settings, bars),
-            max_recall_loss=max_recall_loss,
-            target_leakage_cut=target_leakage_cut,
+            max_recall_loss=settings.max_recall_loss,
+            target_leakage_cut=settings.target_leakage_cut,
             transform_names=settings.transform,
             on_skip=_skipped,
         )
     points, chosen = result.points, result.chosen
-    print_table(
-        ("transform", "strength", "recall@10 loss", "cut vs clean-trained", "cut vs strongest, adapted", "meets both"),
-        (
-            (
-                p.transform,
-                f"{p.strength:g}",
-                f"{p.recall_loss:.3f}",
-                f"{p.leakage_cut:.1%}",
-                "-" if p.worst_cut is None else f"{p.worst_cut:.1%}",
-                "yes" if result.meets(p) else "",
-            )
-            for p in points
-        ),
-        title=f"calibration: leakage cut >= {target_leakage_cut:.0%} against {', '.join(result.attacks)} "
-        f"(adapted), recall loss <= {max_recall_loss:.1%}",
-    )
+    title, header, rows = result.table()
+    print_table(header, rows, title=title)
     if settings.out is not None:
         write_json(settings.out, "calibration.json", [row_of(p, not result.within_budget(p)) for p in points])
     _say_cheap(result.cheap)
     if chosen is None:
         say("nothing meets the target: no setting holds against the adaptive attacker within the budget")
         for p in result.closest():
-            cut = "-" if p.worst_cut is None else f"{p.worst_cut:.1%}"
-            say(f"  closest: {p.transform} {p.strength:g}: recall loss {p.recall_loss:.3f}, cut {cut}")
+            say(
+                f"  closest: {p.transform} {p.strength:g}: recall loss {p.recall_loss:.3f}, cut {cut_text(p.worst_cut)}"
+            )
         say("relax --max-recall-loss or --target-leakage-cut, or redact the text before embedding")
         sys.exit(EXIT_FINDINGS)
     say(f"chosen: {chosen.transform} at strength {chosen.strength:g}")

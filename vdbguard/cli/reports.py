@@ -10,15 +10,16 @@ from rich.table import Table
 from vdbguard.cli.common import (
     format_option,
     friendly_errors,
+    job_option,
     out_option,
     print_summary,
-    profile_option,
     progress,
     say_reports_written,
     show_table,
     write_reports,
 )
 from vdbguard.cli.help import Command
+from vdbguard.config import JobSettings
 
 
 @click.command(cls=Command)
@@ -30,7 +31,7 @@ from vdbguard.cli.help import Command
     show_default=True,
     help="Records in the demo store, half of them with PII.",
 )
-@profile_option()
+@job_option(JobSettings, "profile", everyday=True)
 @format_option(("json", "md", "html", "sarif", "csv"))
 @friendly_errors
 def demo(out: Path, records: int, profile: str, formats: tuple[str, ...]) -> None:

@@ -37,11 +37,10 @@ from vdbguard.cli.common import (
 from vdbguard.cli.help import Command, advanced
 from vdbguard.config import AttackSettings, JobSettings, OutputSettings, job_default
 from vdbguard.errors import VdbguardError
-from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, report_paths
+from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, calibration_line, coverage_line, report_paths
 
 if TYPE_CHECKING:
     from vdbguard.config import JobConfig, StoreSettings, Suppression
-    from vdbguard.reports.schema import Report
     from vdbguard.scan.job import CollectionFailure, CollectionResult, Folders
 
 
@@ -295,14 +294,10 @@ def _published(
     else:
         where = f"{result.store}/{result.collection}"
         say(f"{escape(where)}: reports in {escape(str(result.out))}", "reports_written", paths=paths)
-    _print_coverage(report)
+    if report.coverage is not None:
+        say(escape(coverage_line(report.coverage)), "coverage", **report.coverage.model_dump())
     if report.calibration is not None:
-        c = report.calibration
-        say(
-            f"owner-side calibration on {c.records_labelled} labelled records: held-out recall "
-            f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} "
-            f"(target {c.target_false_positive_rate})"
-        )
+        say(calibration_line(report.calibration))
     if report.verdict is not None and report.verdict.name != "owner":
         say(f"judged by the {report.verdict.name} verdict: {escape(report.verdict.reason)}", "verdict")
     code = exit_code(report, fail_on)
@@ -320,23 +315,3 @@ def _say_expired(expired: Iterable[Suppression]) -> None:
             f"{escape(suppression.owner)} expired on {suppression.expires}: its findings are reported again",
             "suppression_expired",
         )
-
-
-def _print_coverage(report: Report) -> None:
-    c = report.coverage
-    if c is None:
-        return
-    line = f"attacked {c.records_attacked} new or changed records, carried {c.records_carried_over} over"
-    if c.fast_tier_sample < 1.0:
-        line += f" (sample {c.fast_tier_sample:.0%} of new or changed)"
-    if c.deep_attacks:
-        line += (
-            f"; deep tier ({', '.join(c.deep_attacks)}) on {c.deep_records} records, "
-            f"{c.deep_flagged_covered} of {c.deep_flagged_by_fast} flagged"
-            + (" — budget used up" if c.deep_budget_exhausted else "")
-        )
-    if c.findings_resolved:
-        line += f"; {c.findings_resolved} findings resolved (records deleted)"
-    if c.findings_suppressed:
-        line += f"; {c.findings_suppressed} suppressed"
-    say(escape(line), "coverage", **c.model_dump())

@@ -42,6 +42,29 @@ class Calibration:
         beyond = sorted((p for p in self.points if self.holds(p) and not self.within_budget(p)), key=_loss)
         return within[:CLOSEST] + beyond[:1]
 
+    def table(self) -> tuple[str, list[str], list[list[str]]]:
+        """Every point measured as a table: its title, header and rows."""
+        title = f"calibration: leakage cut >= {self.target_leakage_cut:.0%} against {', '.join(self.attacks)} "
+        title += f"(adapted), recall loss <= {self.max_recall_loss:.1%}"
+        header = ["transform", "strength", "recall@10 loss", "cut vs clean-trained", "cut vs strongest, adapted"]
+        rows = [
+            [
+                p.transform,
+                f"{p.strength:g}",
+                f"{p.recall_loss:.3f}",
+                f"{p.leakage_cut:.1%}",
+                cut_text(p.worst_cut),
+                meets,
+            ]
+            for p in self.points
+            for meets in ["yes" if self.meets(p) else ""]
+        ]
+        return title, [*header, "meets both"], rows
+
+
+def cut_text(cut: float | None) -> str:
+    return "-" if cut is None else f"{cut:.1%}"
+
 
 def _loss(point: DefensePoint) -> float:
     return point.recall_loss

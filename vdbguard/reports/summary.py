@@ -1,4 +1,5 @@
-"""The one JSON object `vdbguard scan --json` prints on stdout: what a CI step reads instead of the table.
+"""What a scan says on the terminal: a line on its coverage and calibration, and the one JSON object `vdbguard scan
+--json` prints on stdout, what a CI step reads instead of the table.
 
 Counts, the exit code the command returns, where the reports are and the most severe findings. No recovered
 value ever goes in it, masked or not: stdout ends up in CI logs that more people read than the reports.
@@ -18,7 +19,7 @@ from vdbguard import plugins
 from vdbguard.credentials import safe_text
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.base import strongest_evidence
-from vdbguard.reports.schema import Finding, Report, Severity
+from vdbguard.reports.schema import Coverage, Finding, OwnerCalibration, Report, Severity
 
 SUMMARY_VERSION = 1
 TOP_FINDINGS = 10
@@ -27,6 +28,27 @@ TOP_FINDINGS = 10
 def report_paths(out: Path, formats: list[str] | tuple[str, ...]) -> dict[str, str]:
     """Format name -> the file its writer writes into ``out``."""
     return {name: str(out / plugins.load("reports", name).filename) for name in formats}
+
+
+def coverage_line(c: Coverage) -> str:
+    """What the run attacked, carried over, sampled and deep-scanned, resolved and suppressed, in one line."""
+    line = f"attacked {c.records_attacked} new or changed records, carried {c.records_carried_over} over"
+    if c.fast_tier_sample < 1.0:
+        line += f" (sample {c.fast_tier_sample:.0%} of new or changed)"
+    if c.deep_attacks:
+        line += f"; deep tier ({', '.join(c.deep_attacks)}) on {c.deep_records} records, "
+        line += f"{c.deep_flagged_covered} of {c.deep_flagged_by_fast} flagged"
+        line += " — budget used up" if c.deep_budget_exhausted else ""
+    if c.findings_resolved:
+        line += f"; {c.findings_resolved} findings resolved (records deleted)"
+    return line + (f"; {c.findings_suppressed} suppressed" if c.findings_suppressed else "")
+
+
+def calibration_line(c: OwnerCalibration) -> str:
+    return (
+        f"owner-side calibration on {c.records_labelled} labelled records: held-out recall {c.held_out_recall}, "
+        f"false-positive rate {c.held_out_false_positive_rate} (target {c.target_false_positive_rate})"
+    )
 
 
 def _by_severity(counts: dict[str, int]) -> dict[str, int]:
