@@ -539,3 +539,25 @@ def test_help_lists_commands_in_sections_and_advanced_options_apart() -> None:
     assert "--deep-sample" not in everyday and "--out" in everyday and "--fail-on" in everyday
     assert "[default: high]" in " ".join(everyday.split()), "one --fail-on default everywhere"
     assert "--fail-on" not in run("demo", "--help")[1], "the demo is a showcase: it never fails on findings"
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (("protect", "--to-collection", "notes", "--transform", "gaussian", "--in-place"), "add --yes to confirm"),
+        (("audit", "--strength", "2"), "--strength, --fit-file, --attack and --cheap go with --transform"),
+        (("calibrate", "--data", "d.jsonl", "--cheap", "--attack", "bag-of-words"), "--cheap picks the attacks"),
+    ],
+)
+def test_a_settings_models_own_check_is_a_usage_error_before_anything_opens(
+    tmp_path: Path, args: tuple[str, ...], problem: str
+) -> None:
+    """A command's settings model refuses a combination of flags: exit 2 naming it, no traceback, no store opened."""
+    store = (
+        ()
+        if args[0] == "calibrate"
+        else ("--connector", "chroma", "--path", str(tmp_path / "no"), "--collection", "notes")
+    )
+    code, output = run(*args, *store)
+    assert code == 2 and "the flags have problems" in output and problem in " ".join(output.split())
+    assert not (tmp_path / "no").exists()

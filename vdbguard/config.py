@@ -42,7 +42,7 @@ from vdbguard.credentials import (
 )
 from vdbguard.embedders.loading import DEFAULT_EMBEDDER
 from vdbguard.errors import VdbguardError
-from vdbguard.identifiers import DetectorSettings, IdentifierTables
+from vdbguard.identifiers import DetectorSettings, IdentifierTables, check_language
 from vdbguard.pii import AnyPiiType, PiiType, pii_type_of
 from vdbguard.reports.schema import Severity
 
@@ -607,6 +607,59 @@ class ProtectJob(_Strict):
         if self.in_place and not self.yes:
             raise ValueError("--in-place rewrites every stored vector: add --yes to confirm")
         return self
+
+
+class ScanCommand(_Strict):
+    """`vdbguard scan`'s own flags; the rest set the job's settings (``JobSettings``, ``AttackSettings``,
+    ``OutputSettings``) of the one store they name."""
+
+    config: Annotated[Path | None, Flag(path="file", exists=True)] = Field(
+        default=None,
+        description="Run a scan job file (vdbguard.toml: stores, attacks, budgets, allow lists, outputs; "
+        "`vdbguard config init` writes one). The other flags are then not used.",
+    )
+    identifiers: Annotated[Path | None, Flag(path="file", exists=True)] = Field(
+        default=None,
+        description="Types of your own, each reported as CUSTOM:NAME (regexes with context words and a checksum, "
+        "deny lists), and allow lists per type: a YAML, JSON or TOML file of a job file's [[identifiers]] and "
+        "[[allow_lists]], in Presidio's ad-hoc recognizer fields (docs/jobs.md).",
+    )
+    baseline: Annotated[Path | None, Flag(path="file", exists=True)] = Field(
+        default=None,
+        description="Accept what an earlier scan found: its report.json (matched per collection, record id and PII "
+        "type), or a suppression list in the job file's [[suppressions]] form (TOML or JSON). Accepted findings are "
+        "left out of the reports and the exit code, as suppressions are; a new leak still fails.",
+    )
+    as_json: Annotated[bool, Flag(name="--json")] = Field(
+        default=False,
+        description="Print one JSON summary on stdout instead of the table: counts, the exit code, report paths and "
+        "the most severe findings (no recovered value). Nothing else goes to stdout.",
+    )
+    webhook: Annotated[str | None, Flag(metavar="URL")] = Field(
+        default=None,
+        description="POST the counts as JSON here after the scan (never a recovered value); a failure only warns. "
+        "user:password@ in the URL is sent as Basic auth.",
+    )
+    top_findings: Annotated[int, Flag(advanced=True)] = Field(
+        default_factory=Declared("vdbguard.reports.summary:JsonSummary", "top"),
+        ge=0,
+        description="With --json: how many of the most severe findings the summary lists.",
+    )
+    language: Annotated[str, AfterValidator(check_language), Flag(advanced=True)] = Field(
+        default="en",
+        description="Language of the stored text. The PII detector reads English only (en); another is refused.",
+    )
+
+    @field_validator("webhook")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        """Refused before the scan runs, never echoing its user:password or path."""
+        from vdbguard.reports.metrics import check_webhook_url
+
+        try:
+            return None if url is None else check_webhook_url(url)
+        except VdbguardError as exc:
+            raise ValueError(exc.message) from exc
 
 
 class EvaluateAttacks(_Strict):

@@ -167,8 +167,7 @@ def validated(model: type[M], values: Mapping[str, Any]) -> M:
         return model(**values)
     except ValidationError as exc:
         problems = "\n".join(map(_named_by_flag, exc.errors()))
-        command = click.get_current_context().command_path
-        raise VdbguardError(f"the flags have problems:\n{problems}", f"see `{command} --help`") from exc
+        raise click.UsageError(f"the flags have problems:\n{problems}") from exc
 
 
 def _named_by_flag(error: Any) -> str:

@@ -31,47 +31,21 @@ from vdbguard.cli.common import (
     say,
     say_error,
     say_reports_written,
+    settings_options,
     store_options,
     validated,
 )
-from vdbguard.cli.help import Command, advanced
-from vdbguard.config import AttackSettings, JobSettings, OutputSettings, job_default
+from vdbguard.cli.help import Command
+from vdbguard.config import AttackSettings, JobSettings, OutputSettings, ScanCommand, job_default
 from vdbguard.errors import VdbguardError
-from vdbguard.reports.summary import TOP_FINDINGS, JsonSummary, calibration_line, coverage_line, report_paths
 
 if TYPE_CHECKING:
     from vdbguard.config import JobConfig, StoreSettings, Suppression
+    from vdbguard.reports.summary import JsonSummary
     from vdbguard.scan.job import CollectionFailure, CollectionResult, Folders
 
 
-def _webhook_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuse a bad --webhook before the scan runs, never echoing its user:password or path."""
-    from vdbguard.reports.metrics import check_webhook_url
-
-    try:
-        return None if value is None else check_webhook_url(value)
-    except VdbguardError as exc:
-        raise click.BadParameter(exc.message) from exc
-
-
-def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """Refuse a language the detector does not read, rather than scan it with English models and call it clean."""
-    from vdbguard.identifiers import check_language
-
-    try:
-        return check_language(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
-
-
 @click.command(cls=Command)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Run a scan job file (vdbguard.toml: stores, attacks, budgets, allow lists, outputs; "
-    "`vdbguard config init` writes one). The other flags are then not used.",
-)
 @functools.partial(store_options, required=False)
 @job_option(JobSettings, "embedder")
 @job_option(AttackSettings, "fast")
@@ -80,37 +54,8 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @job_option(JobSettings, "state")
 @job_option(OutputSettings, "show_pii")
 @job_option(JobSettings, "findings")
-@click.option(
-    "--identifiers",
-    "identifiers_file",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Types of your own, each reported as CUSTOM:NAME (regexes with context words and a checksum, deny lists), "
-    "and allow lists per type: a YAML, JSON or TOML file of a job file's [[identifiers]] and [[allow_lists]], in "
-    "Presidio's ad-hoc recognizer fields (docs/jobs.md).",
-)
-@click.option(
-    "--baseline",
-    "baseline_file",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Accept what an earlier scan found: its report.json (matched per collection, record id and PII type), or "
-    "a suppression list in the job file's [[suppressions]] form (TOML or JSON). Accepted findings are left out of "
-    "the reports and the exit code, as suppressions are; a new leak still fails.",
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print one JSON summary on stdout instead of the table: counts, the exit code, report paths and the most "
-    "severe findings (no recovered value). Nothing else goes to stdout.",
-)
 @job_option(OutputSettings, "metrics_file")
-@click.option(
-    "--webhook",
-    metavar="URL",
-    callback=_webhook_url,
-    help="POST the counts as JSON here after the scan (never a recovered value); a failure only warns. "
-    "user:password@ in the URL is sent as Basic auth.",
-)
+@settings_options(ScanCommand)
 @job_option(JobSettings, "fail_on")
 @job_option(JobSettings, "profile")
 @job_option(AttackSettings, "sample")
@@ -129,22 +74,8 @@ def _english_only(ctx: click.Context, param: click.Parameter, value: str) -> str
 @job_option(JobSettings, "ray_address")
 @job_option(JobSettings, "workers")
 @job_option(JobSettings, "batch_size")
-@advanced(
-    "--top-findings",
-    type=click.IntRange(0),
-    default=TOP_FINDINGS,
-    show_default=True,
-    help="With --json: how many of the most severe findings the summary lists.",
-)
-@advanced(
-    "--language",
-    default="en",
-    show_default=True,
-    callback=_english_only,
-    help="Language of the stored text. The PII detector reads English only (en); another is refused.",
-)
 @friendly_errors
-def scan(**flags: Any) -> None:
+def scan(settings: ScanCommand, **flags: Any) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file.
 
     --collection 'a,b', '*' or 'tickets_*' scans each collection named or matched into --out/COLLECTION/, then
@@ -161,29 +92,29 @@ def scan(**flags: Any) -> None:
     from vdbguard.cache import writable_dir
     from vdbguard.config import load_identifiers, load_job
 
-    summary = _json_summary(flags["fail_on"], flags["top_findings"]) if flags["as_json"] else None
-    baseline, expired = baseline_in_force(flags["baseline_file"], datetime.date.today())
+    summary = _json_summary(flags["fail_on"], settings.top_findings) if settings.as_json else None
+    baseline, expired = baseline_in_force(settings.baseline, datetime.date.today())
     _say_expired(expired)
     name, collection, path, url = (flags[k] for k in ("connector_name", "collection", "path", "url"))
-    if flags["config_file"] is not None:
+    if settings.config is not None:
         if name or collection or path or url:
             raise click.UsageError("--config names its own stores: leave out --connector, --collection, --path, --url")
-        if flags["identifiers_file"] is not None:
+        if settings.identifiers is not None:
             raise click.UsageError("--config holds its own identifiers: put them in the job file's [[identifiers]]")
-        exit_with(_scan_job(load_job(flags["config_file"]), baseline, summary, None), summary)
+        exit_with(_scan_job(load_job(settings.config), baseline, summary, None), summary)
     if not name or not collection:
         raise click.UsageError("give --connector and --collection (or --config JOB.toml)")
     if flags["executor"] != "ray" and (flags["ray_address"] or flags["workers"] != job_default(JobSettings, "workers")):
         raise click.UsageError("--address and --workers are for --executor ray")
     patterns = _collection_patterns(collection)
     config = _job_from_flags(flags, flags_store(name, patterns or [collection], path, url, flags["option"]))
-    if flags["identifiers_file"] is not None:
-        config = config.model_copy(update=dict(load_identifiers(flags["identifiers_file"])))
+    if settings.identifiers is not None:
+        config = config.model_copy(update=dict(load_identifiers(settings.identifiers)))
     writable_dir(flags["dir"])  # named by its flag here; the job checks each collection's folder again
     if flags["state"] is not None:
         writable_dir(flags["state"].parent, "the --state folder")
     folders = "none" if patterns is None else "collection"
-    exit_with(_scan_job(config, baseline, summary, flags["webhook"], folders), summary)
+    exit_with(_scan_job(config, baseline, summary, settings.webhook, folders), summary)
 
 
 def _job_from_flags(flags: Mapping[str, Any], store: StoreSettings) -> JobConfig:
@@ -202,6 +133,8 @@ def _json_summary(fail_on: str, top: int) -> JsonSummary:
     """--json's summary, to fill as collections finish; stdout is kept for it alone until the command ends, and
     what anything else prints there goes to stderr instead."""
     ctx = click.get_current_context()
+    from vdbguard.reports.summary import JsonSummary
+
     summary = JsonSummary(fail_on, top)
     ctx.meta["json_summary"], ctx.meta["json_stdout"] = summary, sys.stdout
     ctx.with_resource(contextlib.redirect_stdout(sys.stderr))
@@ -288,6 +221,8 @@ def _published(
 ) -> int:
     """One finished collection (published): where its reports are, its coverage and its table (or --json's entry)
     told. ``one``: the scan of one collection, whose reports are --out's own. Its exit code."""
+    from vdbguard.reports.summary import calibration_line, coverage_line, report_paths
+
     report, paths = result.report, report_paths(result.out, list(formats))
     if one:
         say_reports_written(paths)
