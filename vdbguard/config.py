@@ -469,7 +469,9 @@ class SeverityPolicy(_Strict):
 
 class OutputSettings(_Strict):
     dir: Path = Field(default=Path("vdbguard-reports"), description="One folder per store and collection inside.")
-    formats: list[str] = Field(default_factory=lambda: ["json", "md"], description="json, md, html, sarif, csv.")
+    formats: list[str] = Field(
+        default_factory=lambda: ["json", "md"], min_length=1, description="json, md, html, sarif, csv."
+    )
     show_pii: Annotated[bool, Flag(help="Do not mask recovered values (handle reports as PII!).")] = Field(
         default=False, description="Unmasked recovered values (every format warns)."
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from vdbguard.cli.common import friendly_errors, job_option, print_table, progress, say
+from vdbguard.cli.common import friendly_errors, print_table, progress, say, setting_option
 from vdbguard.cli.help import Command, Group
 from vdbguard.config import AttackSettings, JobSettings
 from vdbguard.embedders import DEFAULT_EMBEDDER
@@ -141,9 +141,9 @@ connectors = _plugin_list(
 
 
 @click.command(cls=Command)
-@job_option(JobSettings, "embedder", help="Model the scheduled scans will name with --embedder.")
-@job_option(AttackSettings, "fast", "--attack", everyday=True, help="Attack the scans will run (repeatable).")
-@job_option(JobSettings, "profile", everyday=True)
+@setting_option(JobSettings, "embedder", help="Model the scheduled scans will name with --embedder.")
+@setting_option(AttackSettings, "fast", "--attack", everyday=True, help="Attack the scans will run (repeatable).")
+@setting_option(JobSettings, "profile", everyday=True)
 @friendly_errors
 def warmup(embedder: str, fast: tuple[str, ...], profile: str) -> None:
     """Train ahead what a scan with these settings would train on its first run, so a scheduled job does not.

@@ -106,7 +106,7 @@ def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-def job_option(
+def setting_option(
     section: type[BaseModel], field: str, flag: str | None = None, everyday: bool | None = None, **settings: Any
 ) -> Callable[[F], F]:
     """An option that sets one field of a settings model, its parameter named as the field: its type, bounds,
@@ -146,7 +146,7 @@ def job_option(
 
 
 def settings_options(model: type[BaseModel]) -> Callable[[F], F]:
-    """Every field of ``model`` as an option (``job_option``), the required ones first; the command gets them as
+    """Every field of ``model`` as an option (``setting_option``), the required ones first; the command gets them as
     one validated ``settings``, a problem named by its flag."""
 
     def apply(command: F) -> F:
@@ -156,7 +156,7 @@ def settings_options(model: type[BaseModel]) -> Callable[[F], F]:
             return command(*args, settings=validated(model, values), **kwargs)
 
         fields = sorted(model.model_fields, key=lambda field: not model.model_fields[field].is_required())
-        return options(*(job_option(model, field) for field in fields))(with_settings)  # type: ignore[arg-type]
+        return options(*(setting_option(model, field) for field in fields))(with_settings)  # type: ignore[arg-type]
 
     return apply
 
@@ -187,10 +187,15 @@ def exit_code(report: Report, fail_on: str) -> int:
     return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.iter_findings()) else EXIT_CLEAN
 
 
-def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column, overflow="fold")  # a long id or name wraps on a narrow terminal, whole
+def print_table(
+    columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None, caption: str | None = None
+) -> None:
+    """A table whose columns after the first are right-aligned when they hold numbers."""
+    rows = [list(row) for row in rows]
+    table = Table(title=title, caption=caption)
+    for index, column in enumerate(columns):
+        numbers = index > 0 and bool(rows) and all(row[index][:1].isdigit() for row in rows)
+        table.add_column(column, overflow="fold", justify="right" if numbers else "left")  # a long id wraps, whole
     for row in rows:
         table.add_row(*row)
     show_table(table)
@@ -207,18 +212,19 @@ def show_table(table: Table) -> None:
 
 
 def print_summary(report: Report) -> None:
-    s = report.summary
-    table = Table(title=f"vdbguard: {report.target.collection} ({report.target.connector})")
-    table.add_column("")
-    table.add_column("records", justify="right")
-    table.add_row("scanned", str(s.records_scanned))
-    table.add_row("flagged", str(s.records_flagged))
-    table.add_row("skipped (bad records)", str(s.records_skipped))
-    for severity in reversed(Severity):
-        table.add_row(f"  {severity.value}", str(s.by_severity.get(severity.value, 0)))
-    for pii_type, count in sorted(s.by_pii_type.items()):
-        table.add_row(f"  {pii_type}", str(count))
-    show_table(table)
+    s, target = report.summary, report.target
+    rows = [
+        ("scanned", s.records_scanned),
+        ("flagged", s.records_flagged),
+        ("skipped (bad records)", s.records_skipped),
+    ]
+    rows += [(f"  {severity.value}", s.by_severity.get(severity.value, 0)) for severity in reversed(Severity)]
+    rows += [(f"  {pii_type}", count) for pii_type, count in sorted(s.by_pii_type.items())]
+    print_table(
+        ("", "records"),
+        [(name, str(count)) for name, count in rows],
+        f"vdbguard: {target.collection} ({target.connector})",
+    )
 
 
 def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> dict[str, str]:
@@ -245,17 +251,14 @@ def write_json(out: Path, name: str, result: Any) -> Path:
 
 
 def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
-    from vdbguard import plugins
+    """The comma-separated formats, checked as a job file's are (each writer loads)."""
+    from vdbguard.config import OutputSettings
 
-    known = plugins.names("reports")
-    formats = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-    unknown = [name for name in formats if name not in known]
-    if unknown or not formats:
-        hint = plugins.did_you_mean(unknown[0], known) if unknown else ""
-        raise click.BadParameter(
-            f"unknown format {', '.join(unknown) or '(none)'}; {hint}choose from {', '.join(known)}"
-        )
-    return formats
+    formats = list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    try:
+        return tuple(OutputSettings(formats=formats).formats)
+    except ValidationError as exc:
+        raise click.BadParameter(exc.errors()[0]["msg"].removeprefix("Value error, ")) from exc
 
 
 def format_option(default: Sequence[str] = DEFAULT_FORMATS) -> Callable[[F], F]:

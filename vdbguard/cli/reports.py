@@ -5,17 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from vdbguard.cli.common import (
     format_option,
     friendly_errors,
-    job_option,
     out_option,
     print_summary,
+    print_table,
     progress,
     say_reports_written,
-    show_table,
+    setting_option,
     write_reports,
 )
 from vdbguard.cli.help import Command
@@ -31,7 +30,7 @@ from vdbguard.config import JobSettings
     show_default=True,
     help="Records in the demo store, half of them with PII.",
 )
-@job_option(JobSettings, "profile", everyday=True)
+@setting_option(JobSettings, "profile", everyday=True)
 @format_option(("json", "md", "html", "sarif", "csv"))
 @friendly_errors
 def demo(out: Path, records: int, profile: str, formats: tuple[str, ...]) -> None:
@@ -53,18 +52,13 @@ def demo(out: Path, records: int, profile: str, formats: tuple[str, ...]) -> Non
         report, metrics = run_demo(out, records, profile, formats, bars)
     say_reports_written(report_paths(out, formats))
     print_summary(report)
-    table = Table(title="Demo scored against ground truth (the scan never saw it)")
-    for column in ("", "records", "flagged", "rate"):
-        table.add_column(column, justify="right")
-    table.add_row("with PII", str(metrics.pii_records), str(metrics.flagged_pii), f"{metrics.recall:.1%} recall")
-    table.add_row(
-        "clean",
-        str(metrics.clean_records),
-        str(metrics.flagged_clean),
-        f"{metrics.false_positive_rate:.1%} false positives",
-    )
-    table.caption = f"precision {metrics.precision:.1%}"
-    show_table(table)
+    m = metrics
+    rows = [
+        ("with PII", str(m.pii_records), str(m.flagged_pii), f"{m.recall:.1%} recall"),
+        ("clean", str(m.clean_records), str(m.flagged_clean), f"{m.false_positive_rate:.1%} false positives"),
+    ]
+    title = "Demo scored against ground truth (the scan never saw it)"
+    print_table(("", "records", "flagged", "rate"), rows, title, f"precision {m.precision:.1%}")
 
 
 @click.command(cls=Command)

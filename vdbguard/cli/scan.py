@@ -23,7 +23,6 @@ from vdbguard.cli.common import (
     flags_store,
     format_option,
     friendly_errors,
-    job_option,
     out_option,
     print_summary,
     print_table,
@@ -31,6 +30,7 @@ from vdbguard.cli.common import (
     say,
     say_error,
     say_reports_written,
+    setting_option,
     settings_options,
     store_options,
     validated,
@@ -47,33 +47,33 @@ if TYPE_CHECKING:
 
 @click.command(cls=Command)
 @functools.partial(store_options, required=False)
-@job_option(JobSettings, "embedder")
-@job_option(AttackSettings, "fast")
+@setting_option(JobSettings, "embedder")
+@setting_option(AttackSettings, "fast")
 @out_option("the reports (each collection of several in a folder of its own)", "dir", default=Path("."))
 @format_option()
-@job_option(JobSettings, "state")
-@job_option(OutputSettings, "show_pii")
-@job_option(JobSettings, "findings")
-@job_option(OutputSettings, "metrics_file")
+@setting_option(JobSettings, "state")
+@setting_option(OutputSettings, "show_pii")
+@setting_option(JobSettings, "findings")
+@setting_option(OutputSettings, "metrics_file")
 @settings_options(ScanCommand)
-@job_option(JobSettings, "fail_on")
-@job_option(JobSettings, "profile")
-@job_option(AttackSettings, "sample")
-@job_option(AttackSettings, "deep")
-@job_option(AttackSettings, "deep_sample")
-@job_option(AttackSettings, "deep_max_records")
-@job_option(AttackSettings, "deep_max_seconds")
-@job_option(AttackSettings, "deep_record_seconds")
-@job_option(JobSettings, "owner_calibration")
-@job_option(JobSettings, "calibration_sample")
-@job_option(JobSettings, "save_calibration")
-@job_option(JobSettings, "load_calibration")
-@job_option(JobSettings, "verdict")
-@job_option(JobSettings, "target_fpr")
-@job_option(JobSettings, "executor")
-@job_option(JobSettings, "ray_address")
-@job_option(JobSettings, "workers")
-@job_option(JobSettings, "batch_size")
+@setting_option(JobSettings, "fail_on")
+@setting_option(JobSettings, "profile")
+@setting_option(AttackSettings, "sample")
+@setting_option(AttackSettings, "deep")
+@setting_option(AttackSettings, "deep_sample")
+@setting_option(AttackSettings, "deep_max_records")
+@setting_option(AttackSettings, "deep_max_seconds")
+@setting_option(AttackSettings, "deep_record_seconds")
+@setting_option(JobSettings, "owner_calibration")
+@setting_option(JobSettings, "calibration_sample")
+@setting_option(JobSettings, "save_calibration")
+@setting_option(JobSettings, "load_calibration")
+@setting_option(JobSettings, "verdict")
+@setting_option(JobSettings, "target_fpr")
+@setting_option(JobSettings, "executor")
+@setting_option(JobSettings, "ray_address")
+@setting_option(JobSettings, "workers")
+@setting_option(JobSettings, "batch_size")
 @friendly_errors
 def scan(settings: ScanCommand, **flags: Any) -> None:
     """Scan one collection and write its report to --out (report.json and report.md by default), or run a job file.
