@@ -288,7 +288,15 @@ def _remember_tls(ctx: click.Context, param: click.Parameter, value: Path | bool
 
 
 def store_options(command: F, required: bool = True) -> F:
-    """The flags that say which store and collection to open, shared by every command that reads one."""
+    """The flags that say which store and collection to open, shared by every command that reads one. Required,
+    the command gets them as ``store``, the store a job would name for the one ``collection``; optional (`scan`,
+    whose job file may name its stores instead), as they are."""
+
+    @wraps(command)
+    def with_store(*args: Any, connector_name: str, path: Path | None, url: str | None, **kwargs: Any) -> Any:
+        store = flags_store(connector_name, [kwargs["collection"]], path, url, kwargs.pop("option"))
+        return command(*args, store=store, **kwargs)
+
     return options(
         click.option(
             "--connector", "connector_name", required=required, help="Store type; see `vdbguard connectors list`."
@@ -317,7 +325,7 @@ def store_options(command: F, required: bool = True) -> F:
             callback=_remember_tls,
             help="Do not verify the server's TLS certificate (anyone on the path can read the vectors).",
         ),
-    )(command)
+    )(with_store if required else command)  # type: ignore[arg-type]
 
 
 def progress() -> RichProgress | PlainProgress:

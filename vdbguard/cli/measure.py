@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -13,7 +12,6 @@ from rich.markup import escape
 from vdbguard.cli.common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
-    flags_store,
     friendly_errors,
     print_table,
     progress,
@@ -23,7 +21,7 @@ from vdbguard.cli.common import (
     write_json,
 )
 from vdbguard.cli.help import Command
-from vdbguard.config import AuditSettings, Calibrate, EvaluateAttacks, EvaluateDefense, Frontier
+from vdbguard.config import AuditSettings, Calibrate, EvaluateAttacks, EvaluateDefense, Frontier, StoreSettings
 from vdbguard.errors import VdbguardError
 from vdbguard.reports.schema import Severity
 
@@ -33,15 +31,7 @@ from vdbguard.reports.schema import Severity
 @settings_options(AuditSettings)
 @click.option("--sample", "sample_alias", type=click.IntRange(1), hidden=True, help="Old name of --sample-size.")
 @friendly_errors
-def audit(
-    connector_name: str,
-    collection: str,
-    path: Path | None,
-    url: str | None,
-    option: tuple[str, ...],
-    sample_alias: int | None,
-    settings: AuditSettings,
-) -> None:
+def audit(store: StoreSettings, collection: str, sample_alias: int | None, settings: AuditSettings) -> None:
     """Audit a collection's exposure (reads only): plain-http transport, access without credentials (or store
     files other users can read), raw embedder output (from the text, or the vectors' statistics), vectors made from
     text their payload redacts, and, with the owner's --transform, what the transform really buys.
@@ -57,7 +47,7 @@ def audit(
 
     if sample_alias is not None:
         settings = settings.model_copy(update={"sample_size": sample_alias})
-    result = run_audit(flags_store(connector_name, [collection], path, url, option), collection, settings)
+    result = run_audit(store, collection, settings)
     rows = [
         (f.severity.value, f.check, f.message, f.fix) for f in sorted(result.findings, key=lambda f: -f.severity.rank)
     ]

@@ -7,14 +7,13 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 
 from vdbguard.cli.common import (
     exit_code,
-    flags_store,
     friendly_errors,
     print_table,
     progress,
@@ -24,7 +23,7 @@ from vdbguard.cli.common import (
     write_json,
 )
 from vdbguard.cli.help import Command, Group
-from vdbguard.config import ProtectJob, SubjectSettings
+from vdbguard.config import ProtectJob, StoreSettings, SubjectSettings
 
 if TYPE_CHECKING:
     from vdbguard.connectors.base import Connector
@@ -36,14 +35,7 @@ from vdbguard.credentials import redact_location
 @store_options
 @settings_options(ProtectJob)
 @friendly_errors
-def protect(
-    connector_name: str,
-    collection: str,
-    path: Path | None,
-    url: str | None,
-    option: tuple[str, ...],
-    settings: ProtectJob,
-) -> None:
+def protect(store: StoreSettings, collection: str, settings: ProtectJob) -> None:
     """Copy a collection through a transform into a new collection (never in place without --in-place --yes).
 
     redact (and chains that start with it, redact+gaussian) reads each record's stored text, redacts it and embeds
@@ -63,7 +55,7 @@ def protect(
     from vdbguard.protect import before_and_after, run_protect
 
     with progress() as bars:
-        run = run_protect(flags_store(connector_name, [collection], path, url, option), collection, settings, bars)
+        run = run_protect(store, collection, settings, bars)
     say(
         escape(
             run.result.summary(f"{settings.transform} (strength {run.transform.strength:g})", settings.to_collection)
@@ -84,17 +76,15 @@ def protect(
 
 @contextlib.contextmanager
 def _subject_search(
-    store: dict[str, Any], settings: SubjectSettings
+    store: StoreSettings, collection: str, settings: SubjectSettings
 ) -> Iterator[tuple[Connector, Subject, SubjectSearch]]:
     """Search the store for the subject and print (and write) what was found; yields (connector, subject, search)
     with the store still open."""
     from vdbguard.subject import search_subject
 
-    collection = store["collection"]
-    named = flags_store(store["connector_name"], [collection], store["path"], store["url"], store["option"])
     with contextlib.ExitStack() as stack:
         with progress() as bars:  # the attacks' training; closed before the tables print
-            found = search_subject(named, collection, settings, bars)
+            found = search_subject(store, collection, settings, bars)
             connector, subject, search = stack.enter_context(found)
         rows = [
             (record.id, evidence.method, evidence.detail, f"{evidence.score:g} / {evidence.threshold:g}")
@@ -129,7 +119,7 @@ def subject() -> None:
 @store_options
 @settings_options(SubjectSettings)
 @friendly_errors
-def subject_find(settings: SubjectSettings, **store: Any) -> None:
+def subject_find(store: StoreSettings, collection: str, settings: SubjectSettings) -> None:
     """List the records that relate to a person, each with its evidence (reads only).
 
     Examples:
@@ -139,7 +129,7 @@ def subject_find(settings: SubjectSettings, **store: Any) -> None:
       vdbguard subject find --connector qdrant --url http://127.0.0.1:6333 --collection tickets \\
         --email ana@example.com --phone '+55 11 5555 0101' --out subject-out
     """
-    with _subject_search(store, settings):
+    with _subject_search(store, collection, settings):
         pass
 
 
@@ -156,7 +146,9 @@ def subject_find(settings: SubjectSettings, **store: Any) -> None:
 @click.option("--actor", help="Who asked for the erasure (default: the login name).")
 @click.option("--yes", is_flag=True, help="Delete for real; without it this is a dry run that deletes nothing.")
 @friendly_errors
-def subject_erase(audit_log: Path, actor: str | None, yes: bool, settings: SubjectSettings, **store: Any) -> None:
+def subject_erase(
+    store: StoreSettings, collection: str, audit_log: Path, actor: str | None, yes: bool, settings: SubjectSettings
+) -> None:
     """Delete the records `subject find` lists for a person: a dry run unless --yes; a deletion is logged.
 
     Examples:
@@ -169,10 +161,10 @@ def subject_erase(audit_log: Path, actor: str | None, yes: bool, settings: Subje
     """
     from vdbguard.subject import erase_subject
 
-    with _subject_search(store, settings) as (connector, person, search):
+    with _subject_search(store, collection, settings) as (connector, person, search):
         if not yes:
             say(f"dry run: {len(search.records)} records would be deleted; re-run with --yes to delete them")
             return
-        location = redact_location(str(store["path"] or store["url"]))
+        location = redact_location(str(store.path or store.url))
         deleted = erase_subject(connector, search, person, audit_log, location, actor=actor)
     say(f"deleted {len(deleted)} records; logged to {audit_log}")
