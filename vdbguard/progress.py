@@ -300,3 +300,31 @@ def _is_json_object(line: str) -> bool:
         return isinstance(json.loads(line), dict)
     except ValueError:
         return False
+
+
+NOISY_LOGGERS = ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb")
+
+
+def configure_logging(log_format: str = "text", verbose: bool = False) -> Callable[[], None]:
+    """Log records on stderr, secrets scrubbed: lines for a person, or under ``json`` JSON objects for a collector,
+    with every other line on stderr (a library printing on its own, Python's warnings) wrapped in one too. The
+    scan's estimate and coverage always show; the libraries' chatter only when it is an error. Returns what puts
+    stderr back."""
+    original, lines = sys.stderr, JsonLines(sys.stderr) if log_format == "json" else None
+    if lines is not None:
+        sys.stderr = lines
+    handler = logging.StreamHandler()
+    json_records = log_format == "json"
+    handler.setFormatter(JsonLogFormatter() if json_records else ScrubbingFormatter("%(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    logging.captureWarnings(json_records)
+    for noisy in NOISY_LOGGERS:
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    logging.getLogger("vdbguard.scan.plan").setLevel(logging.INFO)
+
+    def restore() -> None:
+        if lines is not None:
+            lines.close()
+            sys.stderr = original
+
+    return restore

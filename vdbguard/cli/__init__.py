@@ -6,9 +6,7 @@ new command is one entry there.
 
 from __future__ import annotations
 
-import logging
 import signal
-import sys
 from typing import Any
 
 import click
@@ -22,7 +20,7 @@ from vdbguard.cli.reports import demo, report
 from vdbguard.cli.scan import scan
 from vdbguard.errors import VdbguardError
 from vdbguard.memory import fix_malloc_thresholds
-from vdbguard.progress import LOG_FORMATS, JsonLines, JsonLogFormatter, ScrubbingFormatter
+from vdbguard.progress import LOG_FORMATS, configure_logging
 
 __all__ = ["main", "run"]
 
@@ -79,36 +77,12 @@ def main(ctx: click.Context, verbose: bool, log_format: str) -> None:
       vdbguard scan --config vdbguard.toml --json > vdbguard-summary.json
     """
     ctx.meta["log_format"] = log_format
-    if log_format == "json":
-        _json_lines_on_stderr(ctx)
-    handler = logging.StreamHandler()
-    handler.setFormatter(
-        JsonLogFormatter() if log_format == "json" else ScrubbingFormatter("%(levelname)s %(message)s")
-    )
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
-    logging.captureWarnings(log_format == "json")  # Python's warnings become JSON log records too
-    for noisy in ("presidio-analyzer", "sentence_transformers", "httpx", "chromadb"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
-    logging.getLogger("vdbguard.scan.plan").setLevel(logging.INFO)  # the estimate and coverage, always shown
+    ctx.call_on_close(configure_logging(log_format, verbose))
 
 
 for _section, _commands in SECTIONS.items():
     for _command in _commands:
         main.add_command(_command, section=_section)
-
-
-def _json_lines_on_stderr(ctx: click.Context) -> None:
-    """Every line on stderr a JSON object until the command ends: whatever a library prints there on its own is
-    wrapped in one (rich prints each message on one line, never wrapped at the terminal's width)."""
-    original = sys.stderr
-    lines = JsonLines(original)
-    sys.stderr = lines
-
-    def restore() -> None:
-        lines.close()
-        sys.stderr = original
-
-    ctx.call_on_close(restore)
 
 
 def run() -> None:
