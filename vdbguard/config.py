@@ -1,4 +1,6 @@
-"""The scan job file (``vdbguard.toml``): what a scheduled job scans, how hard, and what it reports.
+"""Every command's settings, declared once: the scan job file (``vdbguard.toml``: what a scheduled job scans, how hard,
+and what it reports) and the models of the other commands. A field's type, bounds, default and help are its flag's
+too; a ``Flag`` beside it says how it reads on the command line.
 
 Validated by pydantic so that a typo fails before a nightly run starts, with the field's location.
 Credentials never live in the file: a store names the environment variables that hold them.

@@ -1,5 +1,5 @@
 """What every command shares: messages on stderr, one clear error and exit 2 instead of a traceback, exit codes,
-and the flags that name a store, the report formats and --fail-on."""
+tables, the flags that name a store and the report formats, and options made from a settings model's fields."""
 
 from __future__ import annotations
 
@@ -225,15 +225,6 @@ def print_summary(report: Report) -> None:
         [(name, str(count)) for name, count in rows],
         f"vdbguard: {target.collection} ({target.connector})",
     )
-
-
-def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> dict[str, str]:
-    """Write the reports and say where: format name -> path."""
-    from vdbguard.reports import write_reports as write
-
-    paths = dict(zip(formats, map(str, write(report, out, formats)), strict=True))
-    say_reports_written(paths)
-    return paths
 
 
 def say_reports_written(paths: dict[str, str]) -> None:

@@ -15,7 +15,6 @@ from vdbguard.cli.common import (
     progress,
     say_reports_written,
     setting_option,
-    write_reports,
 )
 from vdbguard.cli.help import Command
 from vdbguard.config import JobSettings
@@ -75,7 +74,8 @@ def report(source: Path, out: Path, formats: tuple[str, ...]) -> None:
       vdbguard report scan-out/report.json --format html --out scan-out
       vdbguard report vdbguard-state.sqlite --format html,sarif --out again/
     """
+    from vdbguard.reports import write_reports
     from vdbguard.scan.state import stored_reports
 
     for one, folder in stored_reports(source, out):
-        write_reports(one, folder, formats)
+        say_reports_written(dict(zip(formats, map(str, write_reports(one, folder, formats)), strict=True)))

@@ -37,12 +37,11 @@ from vdbguard.cli.common import (
 )
 from vdbguard.cli.help import Command
 from vdbguard.config import AttackSettings, JobSettings, OutputSettings, ScanCommand, job_default
-from vdbguard.errors import VdbguardError
 
 if TYPE_CHECKING:
     from vdbguard.config import JobConfig, StoreSettings, Suppression
     from vdbguard.reports.summary import JsonSummary
-    from vdbguard.scan.job import CollectionFailure, CollectionResult, Folders
+    from vdbguard.scan.job import CollectionResult, Folders
 
 
 @click.command(cls=Command)
@@ -176,9 +175,12 @@ def _scan_job(
     with progress() as bars:
         for result in run_job(config, progress=bars, publisher=publisher, folders=folders):
             if isinstance(result, CollectionFailure) and one:
-                raise _resumable(result.error, config.job.state)
+                raise result.error
             if isinstance(result, CollectionFailure):
-                _say_failed(result, config.job.state)
+                error = result.error
+                say_error(
+                    f"{result.store}/{result.collection}: {error.message} (the other collections go on)", error.hint
+                )
                 if summary is not None:
                     summary.add_failure(result.store, result.collection, result.error)
                 code = EXIT_ERROR
@@ -196,20 +198,6 @@ def _scan_job(
         title += "records with a high or critical finding)"
         print_table(header, [[escape(cell) for cell in row] for row in rows], title=title)
     return code
-
-
-def _resumable(error: VdbguardError, state: Path | None) -> VdbguardError:
-    """The error of a scan with --state that failed after committing records, its hint saying that it resumes."""
-    if state is not None and error.resumable:
-        resume = f"what was scanned is kept in {state}: run the same command again to resume"
-        error.hint = f"{error.hint}; then {resume}" if error.hint else resume
-    return error
-
-
-def _say_failed(failure: CollectionFailure, state: Path | None) -> None:
-    """A collection that failed, said as it happens; the job goes on with the next."""
-    error = _resumable(failure.error, state)
-    say_error(f"{failure.store}/{failure.collection}: {error.message} (the other collections go on)", error.hint)
 
 
 def _published(

@@ -194,13 +194,22 @@ def run_job(
                     )
                 except Exception as exc:
                     log.debug("scan of %s/%s failed", store.label, collection, exc_info=True)
-                    failure = CollectionFailure(store.label, collection, as_error(exc), time.monotonic() - started)
+                    error = _resumable(as_error(exc), config.resolve(job.state))
+                    failure = CollectionFailure(store.label, collection, error, time.monotonic() - started)
                     publisher.failed(failure)
                     yield failure
                     continue
                 result = CollectionResult(store.label, collection, report, out, time.monotonic() - started)
                 publisher.publish(result)
                 yield result
+
+
+def _resumable(error: VdbguardError, state: Path | None) -> VdbguardError:
+    """The error of a scan with a state that failed after committing records, its hint saying that it resumes."""
+    if state is not None and error.resumable:
+        resume = f"what was scanned is kept in {state}: run the same command again to resume"
+        error.hint = f"{error.hint}; then {resume}" if error.hint else resume
+    return error
 
 
 def _scan_one(
