@@ -271,6 +271,24 @@ def test_a_failing_collection_of_a_job_marks_its_metrics_file(tmp_path: Path) ->
     )
 
 
+def test_a_job_run_from_python_publishes_as_the_command_does(tmp_path: Path) -> None:
+    """``run_job`` publishes each collection itself: a scheduler that runs a job file from Python gets its textfile
+    and store summary as `vdbguard scan --config` does."""
+    from vdbguard.scan.job import CollectionFailure, Publisher, run_job
+
+    job = STARTER.replace('path = "chroma-data"', 'path = "no-such-store"').replace(
+        '# metrics_file = "/var/lib/node_exporter/textfile/vdbguard.prom"', 'metrics_file = "metrics/vdbguard.prom"'
+    )
+    (tmp_path / "job.toml").write_text(job)
+    config = load_job(tmp_path / "job.toml")
+    publisher = Publisher.for_job(config)
+    (result,) = run_job(config, publisher=publisher)
+    assert isinstance(result, CollectionFailure)
+    (prom,) = (tmp_path / "metrics").glob("vdbguard-*-tickets.prom")
+    assert 'vdbguard_scan_success{collection="tickets"} 0' in prom.read_text()
+    assert [failure.collection for failure in publisher.store_summary.failed] == ["tickets"]
+
+
 def test_globs_match_the_listed_collections_in_order_each_once_and_names_stay_as_written() -> None:
     from vdbguard.scan.job import match_collections
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vdbguard.attacks import Attack, Inference
+from vdbguard.config import JobSettings, job_default
 from vdbguard.connectors.base import Connector
 from vdbguard.detectors.base import Detection, Detector
 from vdbguard.detectors.validators import may_hold
@@ -797,7 +798,7 @@ def scan_incrementally(
     build: Callable[[], Scanner],
     key: str,
     *,
-    batch_size: int = 256,
+    batch_size: int = job_default(JobSettings, "batch_size"),
     state_path: Path | None = None,
     store: ScanStore | None = None,
     target: str = "",
