@@ -2,6 +2,25 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
+_stopped_by: int | None = None  # the signal that asked this process to stop, once one has
+
+
+def stop(signum: int, _frame: object = None) -> NoReturn:
+    """A signal (SIGTERM: a job runner's timeout, a pod's deletion) asks the process to stop: unwind as Ctrl-C does
+    and exit 128 + ``signum``. Remembered, because a library that calls back into Python can turn the SystemExit
+    into an error of its own (pydantic, inside a serializer), which ``stop_if_asked`` turns back."""
+    global _stopped_by
+    _stopped_by = signum
+    raise SystemExit(128 + signum)
+
+
+def stop_if_asked() -> None:
+    """Exit as the stop signal asked, where a failure may only be that signal's SystemExit in another's clothes."""
+    if _stopped_by is not None:
+        raise SystemExit(128 + _stopped_by)
+
 
 class VdbguardError(Exception):
     """Base error. ``hint`` says what the user can do about it. ``resumable``: it stopped a scan whose state had

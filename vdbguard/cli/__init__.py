@@ -18,7 +18,7 @@ from vdbguard.cli.measure import audit, calibrate, evaluate_attacks, evaluate_de
 from vdbguard.cli.protect import protect, subject
 from vdbguard.cli.reports import demo, report
 from vdbguard.cli.scan import scan
-from vdbguard.errors import VdbguardError
+from vdbguard.errors import VdbguardError, stop
 from vdbguard.memory import fix_malloc_thresholds
 from vdbguard.progress import LOG_FORMATS, configure_logging
 
@@ -88,10 +88,6 @@ for _section, _commands in SECTIONS.items():
 def run() -> None:
     """The console script. A run stopped by SIGTERM (a job runner's timeout, a pod's deletion) unwinds as one
     stopped by Ctrl-C does: its private copy of the store is deleted, its state file resumes, and it exits 143."""
-    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGTERM, stop)
     fix_malloc_thresholds()
     main()
-
-
-def _terminated(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)

@@ -21,7 +21,7 @@ from rich.text import Text
 from vdbguard.cli.help import F, Option, advanced
 from vdbguard.config import Declared, Flag
 from vdbguard.credentials import remember_settings, safe_text
-from vdbguard.errors import VdbguardError
+from vdbguard.errors import VdbguardError, stop_if_asked
 from vdbguard.progress import PlainProgress, RichProgress, json_event, progress_for
 from vdbguard.reports import DEFAULT_FORMATS
 from vdbguard.reports.schema import Report, Severity
@@ -84,11 +84,12 @@ def friendly_errors(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
-        except VdbguardError as exc:
-            _failed(exc)
         except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an unmapped store error: one line, credentials scrubbed
+            stop_if_asked()
+            if isinstance(exc, VdbguardError):
+                _failed(exc)
             hint = "re-run with -v; if it persists, report it with this message"
             _failed(VdbguardError(f"{type(exc).__name__}: {exc}", hint), unexpected=True)
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 from vdbguard.cache import writable_dir
 from vdbguard.config import JobConfig, StoreSettings, Suppression, is_pattern
 from vdbguard.credentials import redact_location
-from vdbguard.errors import VdbguardError
+from vdbguard.errors import VdbguardError, stop_if_asked
 from vdbguard.progress import ProgressSink
 from vdbguard.reports import write_reports
 from vdbguard.reports.schema import Report
@@ -193,6 +193,7 @@ def run_job(
                         folders,
                     )
                 except Exception as exc:
+                    stop_if_asked()  # a stop signal ends the job, whatever a library made of its SystemExit
                     log.debug("scan of %s/%s failed", store.label, collection, exc_info=True)
                     error = _resumable(as_error(exc), config.resolve(job.state))
                     failure = CollectionFailure(store.label, collection, error, time.monotonic() - started)
