@@ -737,11 +737,12 @@ def run_protect(store: StoreSettings, collection: str, job: ProtectJob, progress
             "name another collection to copy into, or confirm writing in place",
         )
     transform = build_transform(job.transform, job.strength)
+    fit_needed = transform.needs_labels and not (job.fit_file is not None and job.fit_file.exists())  # a saved fit
+    model = Embedder(job.embedder) if transform.text_side or fit_needed else None  # 'auto' and 'store' scan only
     fit_on = None
-    if transform.needs_labels and not (job.fit_file is not None and job.fit_file.exists()):  # a saved fit: no corpus
+    if model is not None and fit_needed:
         with progress.task(f"Learning where {job.concept} lives in {job.embedder}'s vectors", None):
-            fit_on = corpus_concept_set(Embedder(job.embedder), job.concept)
-    model = Embedder(job.embedder) if transform.text_side else None
+            fit_on = corpus_concept_set(model, job.concept)
     out = job.out
     before = _default_scan(store, collection, job.embedder, out and out / "before", progress) if job.scan else None
     source = store.open(collection)
@@ -761,8 +762,8 @@ def run_protect(store: StoreSettings, collection: str, job: ProtectJob, progress
             in_place=job.in_place,
             fit_on=fit_on,
             fit_path=job.fit_file,
-            embed=None if model is None else model.encode,
-            embedder_name=None if model is None else model.name,
+            embed=model.encode if model is not None and transform.text_side else None,
+            embedder_name=model.name if model is not None and transform.text_side else None,
             stored_text=job.stored_text,
         )
     after = _default_scan(store, job.to_collection, job.embedder, out and out / "after", progress) if job.scan else None

@@ -142,7 +142,7 @@ connectors = _plugin_list(
 
 @click.command(cls=Command)
 @setting_option(JobSettings, "embedder", help="Model the scheduled scans will name with --embedder.")
-@setting_option(AttackSettings, "fast", "--attack", everyday=True, help="Attack the scans will run (repeatable).")
+@setting_option(AttackSettings, "fast", help="Attack the scans will run (repeatable).")
 @setting_option(JobSettings, "profile", everyday=True)
 @friendly_errors
 def warmup(embedder: str, fast: tuple[str, ...], profile: str) -> None:

@@ -108,11 +108,11 @@ def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 
 def setting_option(
-    section: type[BaseModel], field: str, flag: str | None = None, everyday: bool | None = None, **settings: Any
+    section: type[BaseModel], field: str, everyday: bool | None = None, **settings: Any
 ) -> Callable[[F], F]:
     """An option that sets one field of a settings model, its parameter named as the field: its type, bounds,
     choices, default and help are the field's, and its ``Flag`` (if any) says how it reads on the command line
-    (advanced unless ``everyday`` or a ``Flag`` says otherwise); ``flag`` and ``settings`` add to them."""
+    (advanced unless ``everyday`` or a ``Flag`` says otherwise); ``settings`` add to them."""
     info = section.model_fields[field]
     marker = next((m for m in info.metadata if isinstance(m, Flag)), Flag(advanced=True))
     kind = info.annotation
@@ -141,7 +141,7 @@ def setting_option(
     options["show_default"] = declared or (default is not None and default is not False and default != [])
     options.update(help=marker.help or info.description, required=required, metavar=marker.metavar)
     advanced = marker.advanced if everyday is None else not everyday
-    name = flag or marker.name or "--" + field.replace("_", "-")
+    name = marker.name or "--" + field.replace("_", "-")
     declarations = [f"{name}/{marker.off}" if marker.off else name, field]
     return click.option(*declarations, cls=Option, advanced=advanced, help_from=marker.help_from, **options | settings)
 
