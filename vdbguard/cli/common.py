@@ -181,11 +181,12 @@ def _named_by_flag(error: Any) -> str:
     return f"  {flags.get(field, field)}: {message}"
 
 
-def exit_code(report: Report, fail_on: str) -> int:
+def exit_code(severities: Iterable[Severity], fail_on: str) -> int:
+    """1 when a finding is at least as severe as --fail-on ("never": 0 whatever was found), else 0."""
     if fail_on == "never":
         return EXIT_CLEAN
     threshold = Severity(fail_on).rank
-    return EXIT_FINDINGS if any(f.severity.rank >= threshold for f in report.iter_findings()) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(severity.rank >= threshold for severity in severities) else EXIT_CLEAN
 
 
 def print_table(

@@ -10,8 +10,8 @@ import click
 from rich.markup import escape
 
 from vdbguard.cli.common import (
-    EXIT_CLEAN,
     EXIT_FINDINGS,
+    exit_code,
     friendly_errors,
     print_table,
     progress,
@@ -23,7 +23,6 @@ from vdbguard.cli.common import (
 from vdbguard.cli.help import Command
 from vdbguard.config import AuditSettings, Calibrate, EvaluateAttacks, EvaluateDefense, Frontier, StoreSettings
 from vdbguard.errors import VdbguardError
-from vdbguard.reports.schema import Severity
 
 
 @click.command(cls=Command)
@@ -56,12 +55,7 @@ def audit(store: StoreSettings, collection: str, sample_alias: int | None, setti
         say(f"not checked: {escape(note)}")
     if settings.out is not None:
         write_json(settings.out, "audit.json", result.to_json())
-    worst, fail_on = result.worst, settings.fail_on
-    sys.exit(
-        EXIT_FINDINGS
-        if fail_on != "never" and worst is not None and worst.rank >= Severity(fail_on).rank
-        else EXIT_CLEAN
-    )
+    sys.exit(exit_code((finding.severity for finding in result.findings), settings.fail_on))
 
 
 @click.command("evaluate-attacks", cls=Command)

@@ -71,7 +71,7 @@ def protect(store: StoreSettings, collection: str, settings: ProtectJob) -> None
     print_table(header, rows, title="records flagged before and after protection")
     if settings.fail_on != "never":
         say(f"after protection: {worst} findings at least {settings.fail_on} (--fail-on {settings.fail_on})")
-    sys.exit(exit_code(run.after, settings.fail_on))
+    sys.exit(exit_code((finding.severity for finding in run.after.iter_findings()), settings.fail_on))
 
 
 @contextlib.contextmanager

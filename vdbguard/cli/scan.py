@@ -223,7 +223,7 @@ def _published(
         say(calibration_line(report.calibration))
     if report.verdict is not None and report.verdict.name != "owner":
         say(f"judged by the {report.verdict.name} verdict: {escape(report.verdict.reason)}", "verdict")
-    code = exit_code(report, fail_on)
+    code = exit_code((finding.severity for finding in report.iter_findings()), fail_on)
     if summary is None:
         print_summary(report)
     else:
