@@ -47,6 +47,15 @@ def test_a_first_name_read_as_rather_outside_joins_the_surname_read_as_inside() 
     assert T.spans_of([], []) == []
 
 
+def test_the_outside_bias_moves_a_borderline_word_across_the_decision_and_leaves_sure_ones() -> None:
+    offsets = [(0, 5), (6, 11), (12, 17)]
+    probabilities = [(0.55, 0.45, 0.0), (0.02, 0.98, 0.0), (0.99, 0.01, 0.0)]  # "Faith" borderline, "Jones" sure
+    assert [(s, e) for s, e, _ in T.spans_of(probabilities, offsets)] == [(6, 11)]
+    assert [(s, e) for s, e, _ in T.spans_of(probabilities, offsets, -0.5)] == [(0, 5), (6, 11)]
+    assert [(s, e) for s, e, _ in T.spans_of(probabilities, offsets, 2.0)] == [(6, 11)]
+    assert T.spans_of(probabilities, offsets, 5.0) == []
+
+
 @pytest.fixture(scope="module")
 def shipped() -> T.PersonTagger:
     return T.PersonTagger()

