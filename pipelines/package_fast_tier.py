@@ -26,9 +26,8 @@ def main() -> None:
     with progress_for(sys.stderr) as progress:
         warm_up(embedder, progress=progress)
     trained = model_folders(embedder, cache_root())[0]
-    shutil.copytree(trained, target)
-    for leftover in target.glob("tmp*"):  # a staging folder another process left
-        shutil.rmtree(leftover)
+    # not a staging folder another process left, nor the cache's lock files
+    shutil.copytree(trained, target, ignore=shutil.ignore_patterns("tmp*", ".*.lock"))
     (target / "embedder.json").write_text(json.dumps({"embedder": embedder.name, "probes": embedder.probe_embeddings}))
     for path in sorted(target.rglob("*")):
         path.chmod(0o644 if path.is_file() else 0o755)

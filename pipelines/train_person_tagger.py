@@ -448,6 +448,8 @@ def train(args: argparse.Namespace) -> dict:
     dev_set = [e for e in examples if e["row"]["dev"]]
     print(f"{len(train_set)} train, {len(dev_set)} dev examples; frozen states in {time.perf_counter() - started:.0f}s",
           flush=True)  # fmt: skip
+    if args.score:
+        return score(model, args.score, dev_set, args.outside_biases)
 
     trained_names = [n for n, _ in model.named_parameters() if trained_param(n, model.frozen)]
     for n, p in model.named_parameters():
@@ -508,6 +510,18 @@ def train(args: argparse.Namespace) -> dict:
             "train_examples": len(train_set), "dev_examples": len(dev_set),
             "minutes": round((time.perf_counter() - started) / 60, 1), "steps": step,
             "frozen": model.frozen, "layers": args.layers}  # fmt: skip
+
+
+def score(model, folder: Path, dev_set: list[dict], biases: list[float]) -> dict:
+    """A trained tagger's dev scores at each outside bias, without training: what its own decoding leaves on dev."""
+    from safetensors.torch import load_file
+
+    trained = load_file(str(folder / "tagger.safetensors"))
+    model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+    model.eval()
+    found = predict(model, dev_set, biases=tuple(biases))
+    by_bias = {bias: dev_scores(names, dev_set) for bias, names in found.items()}
+    return {"scored": str(folder), "by_bias": {bias: {"objective": objective(d), **d} for bias, d in by_bias.items()}}
 
 
 @contextlib.contextmanager
@@ -578,8 +592,13 @@ def main() -> None:
                         help="log-odds added to 'outside' at decoding; dev chooses one per checkpoint")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--score", type=Path, help="score this trained tagger's folder on dev at --outside-biases")
     args = parser.parse_args()
     report = {"command": " ".join(["python", *sys.argv]), **train(args)}
+    if args.score:
+        for bias, dev in report["by_bias"].items():
+            print(json.dumps({"outside_bias": bias, **{k: v for k, v in dev.items() if not k.endswith(" n")}}))
+        return
     report |= provenance(args.train)
     (args.out / "training.json").write_text(json.dumps(report, indent=1))
     print(f"-> {args.out}: best {json.dumps(report['best'])}")

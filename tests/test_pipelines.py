@@ -99,3 +99,26 @@ def test_the_public_corpora_kept_here_are_the_ones_their_readme_names_and_read_a
         assert f"`{path.name}`" in readme and digest in readme, f"{path.name} is not the file the README names"
         rows = trainer.public_rows([path])
         assert sum(len(row["spans"]) for row in rows) > 100 and sum(len(row["mentions"]) for row in rows) > 100
+
+
+def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--score``: the shipped tagger's own weights decode its dev rows; a large outside bias leaves no name."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    from safetensors.torch import load_file
+
+    from vdbguard.detectors import tagger as T
+    from vdbguard.detectors.lexicon import name_gazetteer
+
+    text = "Thanks to Ana Souza for the patch to the parser."
+    rows = [{"text": text, "register": "frame-credit", "mentions": [], "dev": True,
+             "spans": [{"start": 10, "end": 19, "label": "PERSON"}]}]  # fmt: skip
+    examples = trainer.encode_rows(rows, T.Tokens(), name_gazetteer())
+    model = T.build_model(4)
+    model.frozen = 2
+    base = load_file(str(T.base_model_dir() / "model.safetensors"))
+    model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
+    trainer.lower_states(model, examples)
+    scored = trainer.score(model, T.TAGGER_DIR, examples, [0.0, 50.0])["by_bias"]
+    assert scored[0.0]["PERSON"] == 1.0 and scored[50.0]["PERSON"] == 0.0
+    assert scored[0.0]["objective"] > scored[50.0]["objective"]
