@@ -253,6 +253,12 @@ def train(args: argparse.Namespace) -> dict:
                     print(f"  kept: epoch {epoch}, {seen} examples", flush=True)
             if time.perf_counter() >= deadline:
                 break
+    if best["epoch"] == 0:  # only the untouched original passed: saving it would pass for a trained model
+        raise SystemExit(
+            f"no checkpoint beat the original pipeline with a rehearsal F1 of at least {args.min_rehearsal} on dev "
+            f"(best seen {max((h['rehearsal F1'] for h in history), default=0.0)}): nothing was saved; "
+            "lower --min-rehearsal or train longer"
+        )
     ner.from_bytes(best_bytes)
     ner.to_disk(args.out, exclude=["vocab"])
     stopped = "time box" if time.perf_counter() >= deadline else "patience" if epoch < args.max_epochs else "epochs"
