@@ -102,10 +102,10 @@ class ScratchDir:
     """A private folder under the temp dir for what a run copies out of a store (a snapshot, a temporary state).
 
     It holds user data, so it must not outlive the run. ``drop()`` deletes it, and so do the garbage collector and a
-    normal exit. A process killed outright (SIGKILL, the OOM killer) deletes nothing, so every new scratch folder
-    first deletes those whose owning process on this host is gone. The owner is in the folder's name, not in a file
-    in it: a kill between making the folder and writing a file, or halfway through deleting it, would leave a
-    folder nobody owns.
+    normal exit. A process killed outright (SIGKILL, the OOM killer) deletes nothing, so every new scratch folder,
+    and every scan job as it starts, first deletes those whose owning process on this host is gone. The owner is in
+    the folder's name, not in a file in it: a kill between making the folder and writing a file, or halfway through
+    deleting it, would leave a folder nobody owns.
     """
 
     def __init__(self, prefix: str) -> None:

@@ -2,6 +2,9 @@
 
 import json
 import re
+import subprocess
+import sys
+import tempfile
 from datetime import date
 from pathlib import Path
 
@@ -10,6 +13,7 @@ from click.testing import CliRunner
 
 from tests.helpers import chroma_store_table, http_recorder, suppression
 from vdbguard import credentials
+from vdbguard.cache import _host_tag
 from vdbguard.cli import main
 from vdbguard.config import STARTER, load_job
 from vdbguard.errors import VdbguardError
@@ -217,8 +221,12 @@ metrics_file = "metrics/vdbguard.prom"
     return job
 
 
-def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(pii_store, small_attacks, tmp_path: Path) -> None:
+def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(
+    pii_store, small_attacks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, collection, _ = pii_store
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     code, output = run("scan", "--config", str(_job(tmp_path, path, collection)))
     assert code in (0, 1), output
     report_file = tmp_path / "out" / "notes" / collection / "report.json"
@@ -232,6 +240,9 @@ def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(pii_store, s
     accepted, expired = [f for f in first.findings if f.kind == "vector"][:2]
     suppressions = suppression(accepted.record_id, "test account", date(2999, 1, 1), "privacy@example.com")
     suppressions += suppression(expired.record_id, "was accepted", date(2000, 1, 1), "privacy@example.com")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed_copy = tmp_path / "tmp" / f"vdbguard-chroma-{_host_tag()}-{gone.stdout.strip()}-x"  # a SIGKILLed scan's
+    killed_copy.mkdir()
     hook = 'webhook_env = "TEST_VDBGUARD_HOOK"\n'
     with http_recorder() as (base, posted):
         url = base.replace("http://", "http://hook-user:pa55word@") + "/hooks/s3cr3tpath"
@@ -248,6 +259,7 @@ def test_scan_config_runs_the_job_with_suppressions_and_keeps_state(pii_store, s
     assert second.summary.records_flagged == first.summary.records_flagged - 1
     assert "expired on 2000-01-01" in " ".join(output.split())
     assert second.coverage.records_attacked == 0, "suppressions change the report, not the verdicts"
+    assert not killed_copy.exists(), "a run that copies nothing still deletes a killed run's private copy"
     assert len(second.history) == 2
     code, output = run("report", str(tmp_path / "state.sqlite"), "--format", "json", "--out", str(tmp_path / "again"))
     assert code == 0, output

@@ -24,7 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from vdbguard.cache import writable_dir
+from vdbguard.cache import reap_scratch_dirs, writable_dir
 from vdbguard.config import JobConfig, StoreSettings, Suppression, is_pattern
 from vdbguard.credentials import redact_location
 from vdbguard.errors import VdbguardError, stop_if_asked
@@ -168,6 +168,7 @@ def run_job(
     from vdbguard.detectors.shared import WorkerSlot
     from vdbguard.scan.settings import ScanSettings
 
+    reap_scratch_dirs()  # a killed run's private copies, even when this run carries every record over and copies none
     today = today or date.today()
     publisher = publisher or Publisher.for_job(config, per_collection=folders != "none")
     suppressions = config.active_suppressions(today)
