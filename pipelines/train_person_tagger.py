@@ -494,9 +494,8 @@ def train(args: argparse.Namespace) -> dict:
             if step % args.eval_every == 0 or done:
                 model.eval()
                 with averaged(model, average):
-                    found = predict(model, dev_set, biases=tuple(args.outside_biases))
+                    by_bias = dev_by_bias(model, dev_set, args.outside_biases)
                     state = {n: p.detach().half() for n, p in model.named_parameters() if n in trained_names}
-                by_bias = {bias: dev_scores(names, dev_set) for bias, names in found.items()}
                 bias = max(by_bias, key=lambda b: objective(by_bias[b]))
                 dev, mark = by_bias[bias], objective(by_bias[bias])
                 history.append({"step": step, "loss": round(loss.item(), 4), "objective": round(mark, 4),
@@ -521,9 +520,14 @@ def score(model, folder: Path, dev_set: list[dict], biases: list[float]) -> dict
     trained = load_file(str(folder / "tagger.safetensors"))
     model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
     model.eval()
-    found = predict(model, dev_set, biases=tuple(biases))
-    by_bias = {bias: dev_scores(names, dev_set) for bias, names in found.items()}
+    by_bias = dev_by_bias(model, dev_set, biases)
     return {"scored": str(folder), "by_bias": {bias: {"objective": objective(d), **d} for bias, d in by_bias.items()}}
+
+
+def dev_by_bias(model, dev_set: list[dict], biases: list[float]) -> dict[float, dict]:
+    """Dev scores at each outside bias, from one forward pass."""
+    found = predict(model, dev_set, biases=tuple(biases))
+    return {bias: dev_scores(names, dev_set) for bias, names in found.items()}
 
 
 @contextlib.contextmanager
