@@ -335,6 +335,17 @@ def pad(examples: list[dict], key: str, value: int):  # -> torch.Tensor
     return out
 
 
+def installed_model(layers: int, frozen: int):  # -> torch.nn.Module
+    """The tagger's model with the installed MiniLM's weights in its encoder layers, the head untrained."""
+    from safetensors.torch import load_file
+
+    model = T.build_model(layers)
+    model.frozen = frozen
+    base = load_file(str(T.base_model_dir() / "model.safetensors"))
+    model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
+    return model
+
+
 def lower_states(model, examples: list[dict], batch: int = 64) -> None:
     """Each example's frozen-layer output, computed once (the frozen part never changes, lower-casing neither)."""
     import torch
@@ -419,7 +430,7 @@ def objective(result: dict) -> float:
 
 def train(args: argparse.Namespace) -> dict:
     import torch
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
     from silver_sources import detector_real
 
     from vdbguard.detectors.lexicon import name_gazetteer
@@ -439,10 +450,7 @@ def train(args: argparse.Namespace) -> dict:
     names = name_gazetteer()
     tokens = T.Tokens()
     examples = encode_rows(rows, tokens, names)
-    model = T.build_model(args.layers)
-    model.frozen = args.layers - args.trained
-    base = load_file(str(T.base_model_dir() / "model.safetensors"))
-    model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
+    model = installed_model(args.layers, args.layers - args.trained)
     lower_states(model, examples)
     rng = random.Random(args.seed)
     examples += [lowered(e) for e in examples if rng.random() < args.lower]  # the same frozen states, shared

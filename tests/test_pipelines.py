@@ -105,8 +105,6 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
     """``--score``: the shipped tagger's own weights decode its dev rows; a large outside bias leaves no name."""
     monkeypatch.syspath_prepend(str(PIPELINES))
     trainer = importlib.import_module("train_person_tagger")
-    from safetensors.torch import load_file
-
     from vdbguard.detectors import tagger as T
     from vdbguard.detectors.lexicon import name_gazetteer
 
@@ -114,10 +112,7 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
     rows = [{"text": text, "register": "frame-credit", "mentions": [], "dev": True,
              "spans": [{"start": 10, "end": 19, "label": "PERSON"}]}]  # fmt: skip
     examples = trainer.encode_rows(rows, T.Tokens(), name_gazetteer())
-    model = T.build_model(4)
-    model.frozen = 2
-    base = load_file(str(T.base_model_dir() / "model.safetensors"))
-    model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
+    model = trainer.installed_model(4, frozen=2)
     trainer.lower_states(model, examples)
     scored = trainer.score(model, T.TAGGER_DIR, examples, [0.0, 50.0])["by_bias"]
     assert scored[0.0]["PERSON"] == 1.0 and scored[50.0]["PERSON"] == 0.0

@@ -93,10 +93,6 @@ class AuditReport:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    @property
-    def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
-
 
 def has_placeholder(text: str) -> bool:
     """Whether ``text`` carries a redaction placeholder (Presidio's ``<TYPE>``, ``[REDACTED]``, masks)."""
