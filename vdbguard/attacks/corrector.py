@@ -44,11 +44,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from vdbguard.attacks.decoder import EOS_ID, bf16_supported, decoder_config, load_decoder, load_tokenizer, torch_threads
+from vdbguard.attacks.decoder import EOS_ID, decoder_config, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.generative import LoRALinear, save_checkpoint
 from vdbguard.attacks.kv_cache import run_cached
 from vdbguard.cache import cache_root
 from vdbguard.data import packaged_file
+from vdbguard.embedders.bert import native_bf16
 from vdbguard.errors import VdbguardError
 
 PROMPT = "<|im_start|>user\nDraft (cosine {cosine}): {draft}\nFix it.<|im_end|>\n<|im_start|>assistant\n"
@@ -289,7 +290,7 @@ class UniversalCorrector:
             self.config.layers = tuple(range(int(decoder_config()["num_hidden_layers"])))
         self.threads = threads
         self.device = torch.device(device)
-        self.bf16 = (bf16_supported() if self.device.type == "cpu" else True) if bf16 is None else bf16
+        self.bf16 = (native_bf16() if self.device.type == "cpu" else True) if bf16 is None else bf16
         self.tokenizer = load_tokenizer()
         self.model = load_decoder(self.config.layers)  # our own copy: LoRA wrapping mutates its modules
         for layer in self.model.model.layers:

@@ -91,15 +91,6 @@ def load_tokenizer():  # -> transformers.PreTrainedTokenizerFast
     return tokenizer
 
 
-def bf16_supported() -> bool:
-    """Native bfloat16 matmuls (AVX512-BF16 or AMX) make CPU training about twice as fast; else use fp32."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 @functools.lru_cache(maxsize=1)
 def _reader():  # -> gguf.GGUFReader
     try:

@@ -49,12 +49,13 @@ from safetensors.torch import load_file
 from torch import nn
 
 from vdbguard.attacks.base import Attack, Inference, Progress, argument, l2_normalise, learned
-from vdbguard.attacks.decoder import EOS_ID, bf16_supported, load_decoder, load_tokenizer, torch_threads
+from vdbguard.attacks.decoder import EOS_ID, load_decoder, load_tokenizer, torch_threads
 from vdbguard.attacks.kv_cache import run_cached
 from vdbguard.cache import atomic_write, cache_root
 from vdbguard.corpus import LabelledText
 from vdbguard.data import packaged_file
 from vdbguard.embedders import Embedder
+from vdbguard.embedders.bert import native_bf16
 
 _WORD_EDGE = re.compile(r"^\W+|\W+$")
 # .safetensors + .json in vdbguard/data, each trained on an accelerator for one embedder (matched by its probes)
@@ -304,7 +305,7 @@ class GenerativeInversion(Attack):
 
     def __post_init__(self) -> None:
         self.config.layers = tuple(self.config.layers)
-        self.bf16 = bf16_supported() if self.bf16 is None else self.bf16
+        self.bf16 = native_bf16() if self.bf16 is None else self.bf16
         self.device = torch.device(self.device)
 
     # ------------------------------------------------------------------ training
