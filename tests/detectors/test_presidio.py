@@ -51,6 +51,16 @@ def test_names_in_lowercase_word_soup_are_found(detector: PresidioDetector) -> N
     assert any(d.pii_type is PiiType.PERSON for d in PresidioNerDetector().detect("invoice overdue gonzalez payment"))
 
 
+def test_a_birth_date_is_a_date_beside_a_birth_word_not_any_time(detector: PresidioDetector) -> None:
+    """A time beside a birth word ("DOB not on file, SSN verified this morning") is no birth date."""
+    assert PiiType.DATE_OF_BIRTH in types_in(detector, "Employee record: Ana Souza, DOB 14 May 1983, badge issued.")
+    for text in (
+        "KYC review: the employee, DOB not on file, SSN verified this morning.",
+        "Employee record: the caller, date of birth pending, SSN verified earlier today.",
+    ):
+        assert PiiType.DATE_OF_BIRTH not in types_in(detector, text), text
+
+
 def test_ordinary_text_is_clean(detector: PresidioDetector) -> None:
     assert types_in(detector, "The printer on the third floor keeps jamming after the update.") == set()
 

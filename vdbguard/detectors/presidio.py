@@ -25,6 +25,8 @@ PERSON_NER = "ner-person"
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
+# a birth date names a day, a month or a year: "this morning" beside "DOB not on file" is when, not a birth date
+_CALENDAR = re.compile(r"\d|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
 # A place name alone ("Sudan", "northern England") is not PII; one in a postal address is. spaCy tags both
 # LOCATION, so an ADDRESS needs street-level context near it: a house number, a street word or a postcode.
 _STREET_CONTEXT = re.compile(
@@ -234,7 +236,8 @@ class PresidioDetector(Detector):
             entity = result.entity_type
             if entity == "DATE_TIME":
                 window = text[max(0, result.start - 30) : result.end + 5]
-                entity = "DATE_OF_BIRTH" if _BIRTH_CONTEXT.search(window) else entity
+                birth = _BIRTH_CONTEXT.search(window) and _CALENDAR.search(text[result.start : result.end])
+                entity = "DATE_OF_BIRTH" if birth else entity
             elif entity == "LOCATION" and not _STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]):
                 continue
             pii_type = pii_type_of(entity)
