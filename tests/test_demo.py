@@ -1,4 +1,5 @@
-"""`vdbguard demo` writes every report format: SARIF valid against its schema, HTML clean in a real browser."""
+"""`vdbguard demo` writes every report format (SARIF valid against its schema, HTML clean in a real browser) and
+scores the scan against its ground truth by the vectors and by the stored text."""
 
 import csv
 import json
@@ -20,6 +21,11 @@ def test_demo_writes_all_five_formats(tmp_path: Path, model_cache: Path) -> None
 
     report = Report.model_validate_json((out / "report.json").read_text())
     assert report.summary.records_scanned == 40 and report.findings
+    # scored by both kinds of finding; the detector reads the stored text of its own templates nearly all right
+    metrics = json.loads((out / "demo-metrics.json").read_text())
+    assert sorted(metrics) == ["stored_text", "vector"] and "by the stored text" in result.output
+    text = metrics["stored_text"]
+    assert text["pii_records"] == 20 and text["flagged_pii"] >= 18 and text["flagged_clean"] <= 2
     assert "## Findings" in (out / "report.md").read_text()
     with (out / "report.csv").open(newline="") as handle:
         assert len(list(csv.DictReader(handle))) >= len(report.findings)

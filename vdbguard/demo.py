@@ -17,7 +17,7 @@ from vdbguard.corpus import human_sentences, synthetic_clean, synthetic_pii
 from vdbguard.embedders import Embedder
 from vdbguard.progress import ProgressSink, Silent
 from vdbguard.records import VectorRecord
-from vdbguard.reports.schema import VECTOR, Report
+from vdbguard.reports.schema import STORED_TEXT, VECTOR, Report
 
 DEMO_COLLECTION = "demo_notes"
 DEMO_SEED = 1_000_003
@@ -25,6 +25,9 @@ DEMO_SEED = 1_000_003
 
 @dataclass(frozen=True)
 class DemoMetrics:
+    """Records flagged by one kind of finding (``VECTOR`` or ``STORED_TEXT``), scored against the ground truth."""
+
+    kind: str
     pii_records: int
     flagged_pii: int
     clean_records: int
@@ -77,10 +80,12 @@ def build_demo_store(
     return {record.id: has_pii for record, (_, has_pii) in zip(records, texts, strict=True)}
 
 
-def demo_metrics(report: Report, truth: dict[str, bool]) -> DemoMetrics:
-    """How well the vectors alone gave the PII away: the stored-text findings read the ground truth itself."""
-    flagged = {finding.record_id for finding in report.iter_findings() if finding.kind == VECTOR}
+def demo_metrics(report: Report, truth: dict[str, bool], kind: str) -> DemoMetrics:
+    """How well one kind of finding told the records with PII: ``VECTOR``, what the vectors alone gave away;
+    ``STORED_TEXT``, what the PII detector read in the stored text."""
+    flagged = {finding.record_id for finding in report.iter_findings() if finding.kind == kind}
     return DemoMetrics(
+        kind=kind,
         pii_records=sum(truth.values()),
         flagged_pii=sum(1 for rid, pii in truth.items() if pii and rid in flagged),
         clean_records=sum(1 for pii in truth.values() if not pii),
@@ -90,9 +95,9 @@ def demo_metrics(report: Report, truth: dict[str, bool]) -> DemoMetrics:
 
 def run_demo(
     out: Path, n_records: int, profile: str, formats: Sequence[str], progress: ProgressSink | None = None
-) -> tuple[Report, DemoMetrics]:
-    """Build the demo store under ``out/store`` and scan it as a user would, on what the vectors alone give away
-    (no owner-side calibration); the reports, the ground truth and the scan's score against it go into ``out``."""
+) -> tuple[Report, list[DemoMetrics]]:
+    """Build the demo store under ``out/store`` and scan it as a user would (no owner-side calibration); the reports,
+    the ground truth and the scan's score against it, by the vectors and by the stored text, go into ``out``."""
     from vdbguard.connectors.chroma import ChromaConnector
     from vdbguard.reports import write_reports
     from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
@@ -111,6 +116,6 @@ def run_demo(
         )
     write_reports(report, out, formats)
     (out / "ground-truth.json").write_text(json.dumps(truth, indent=0))
-    metrics = demo_metrics(report, truth)
-    (out / "demo-metrics.json").write_text(json.dumps(asdict(metrics), indent=2))
+    metrics = [demo_metrics(report, truth, kind) for kind in (VECTOR, STORED_TEXT)]
+    (out / "demo-metrics.json").write_text(json.dumps({m.kind: asdict(m) for m in metrics}, indent=2))
     return report, metrics
