@@ -85,6 +85,28 @@ def test_the_tagger_trainer_reads_conll_corpora_by_document(tmp_path: Path, monk
     assert documents[3:] == ["Ana Souza in Lisbon", "hi"]
 
 
+def test_the_tagger_trainer_reads_crossner_occupations_as_people_and_can_hold_out_named_sentences(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CrossNER tags people by occupation ("writer", "politician") beside works and awards; ``held_out`` drops a
+    sentence naming any held-out value, as a person or as a mention, and keeps the rest."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    crossner = tmp_path / "crossner.literature"
+    crossner.write_text(
+        "Sara\tB-writer\nTeasdale\tI-writer\nwrote\tO\nRains\tB-poem\n\n"
+        "Ada\tB-politician\nMoss\tI-politician\nwon\tO\nthe\tO\nHugo\tB-award\nAward\tI-award\n\n"
+        "They\tO\nmet\tO\nin\tO\nParis\tB-location\n"
+    )
+    rows = trainer.public_rows([crossner])
+    assert [[row["text"][s["start"] : s["end"]] for s in row["spans"]] for row in rows] == [
+        ["Sara Teasdale"], ["Ada Moss"], []
+    ]  # fmt: skip
+    assert [[m["label"] for m in row["mentions"]] for row in rows] == [["work"], ["work"], ["place"]]
+    kept = trainer.public_rows([crossner], held_out={"sara teasdale", "paris"})
+    assert [row["text"] for row in kept] == ["Ada Moss won the Hugo Award"]
+
+
 def test_the_public_corpora_kept_here_are_the_ones_their_readme_names_and_read_as_people_and_mentions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
