@@ -52,13 +52,15 @@ def test_names_in_lowercase_word_soup_are_found(detector: PresidioDetector) -> N
 
 
 def test_a_birth_date_is_a_date_beside_a_birth_word_not_any_time(detector: PresidioDetector) -> None:
-    """A time beside a birth word ("DOB not on file, SSN verified this morning") is no birth date."""
+    """A time beside a birth word ("DOB not on file, SSN verified this morning") is no birth date (version 8)."""
     assert PiiType.DATE_OF_BIRTH in types_in(detector, "Employee record: Ana Souza, DOB 14 May 1983, badge issued.")
     for text in (
         "KYC review: the employee, DOB not on file, SSN verified this morning.",
         "Employee record: the caller, date of birth pending, SSN verified earlier today.",
     ):
         assert PiiType.DATE_OF_BIRTH not in types_in(detector, text), text
+    old = PresidioNerDetector().detect("KYC review: the employee, DOB not on file, SSN verified this morning.")
+    assert [d.pii_type for d in old] == [PiiType.DATE_OF_BIRTH]  # version 6 as it was
 
 
 def test_ordinary_text_is_clean(detector: PresidioDetector) -> None:
@@ -119,7 +121,7 @@ def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
 def test_versions_5_and_6_stay_selectable(detector: PresidioDetector) -> None:
     """The installed pipeline's own NER and every listed word, as version 5 found them; version 6 by its name."""
     old = PresidioSmDetector()
-    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 7]
+    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 8]
     assert PresidioNerDetector().identity() == ["presidio-ner", 6]
     assert old.analyzer is not detector.analyzer
     text = "Looking tired, Oksana Wrzesińska closed the ticket."  # a name on no list, where a sentence puts one

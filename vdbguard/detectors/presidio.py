@@ -149,11 +149,12 @@ class PresidioDetector(Detector):
     # 5: IP addresses, passports, driving licences and national ids by context, passwords in URLs as secrets;
     # 6: the NER trained for PERSON on real text (PERSON_NER), the name list by the rule in ``gazetteer``;
     # 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) alone calls a person, reading the name list as a
-    # feature; spaCy's NER (version 6's weights) keeps places and dates
-    version: ClassVar[int] = 7
+    # feature; spaCy's NER (version 6's weights) keeps places and dates; 8: a birth date names a day, a month or a year
+    version: ClassVar[int] = 8
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
+    calendar_birth_dates: ClassVar[bool] = True  # False: any time beside a birth word is a birth date (before 8)
     uses_torch: ClassVar[bool] = True
     max_chars: ClassVar[int | None] = MAX_CHARS
     accepts_settings: ClassVar[bool] = True
@@ -236,7 +237,9 @@ class PresidioDetector(Detector):
             entity = result.entity_type
             if entity == "DATE_TIME":
                 window = text[max(0, result.start - 30) : result.end + 5]
-                birth = _BIRTH_CONTEXT.search(window) and _CALENDAR.search(text[result.start : result.end])
+                birth = _BIRTH_CONTEXT.search(window) and (
+                    not self.calendar_birth_dates or _CALENDAR.search(text[result.start : result.end])
+                )
                 entity = "DATE_OF_BIRTH" if birth else entity
             elif entity == "LOCATION" and not _STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]):
                 continue
@@ -263,6 +266,7 @@ class PresidioNerDetector(PresidioDetector):
 
     name: ClassVar[str] = "presidio-ner"
     version: ClassVar[int] = 6
+    calendar_birth_dates: ClassVar[bool] = False
     # "agree" (the NER alone, bar word soup) cut false people from 0.19 to 0.05 on real text but lost the single
     # surnames of glosses and credits ("Milton"), which redaction would then embed
     gazetteer: ClassVar[str] = "every"
