@@ -645,12 +645,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--score", type=Path, help="score this trained tagger's folder on dev at --outside-biases")
     args = parser.parse_args()
+    origin = provenance(args.train, args.conll)  # the inputs as read, before a long run in which they could move
     report = {"command": " ".join(["python", *sys.argv]), **train(args)}
     if args.score:
         for bias, dev in report["by_bias"].items():
             print(json.dumps({"outside_bias": bias, **{k: v for k, v in dev.items() if not k.endswith(" n")}}))
         return
-    report |= provenance(args.train, args.conll)
+    report |= origin
     (args.out / "training.json").write_text(json.dumps(report, indent=1))
     print(f"-> {args.out}: best {json.dumps(report['best'])}")
 
