@@ -42,7 +42,7 @@ import sys
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from train_person_ner import TRAIN_SOURCES, is_dev, overlapping
@@ -178,14 +178,14 @@ def conll_rows(paths: list[Path]) -> list[dict]:
     return rows
 
 
-def public_rows(paths: list[Path], held_out: set[str] = frozenset()) -> list[dict]:
+def public_rows(paths: list[Path], held_out: Collection[str] = ()) -> list[dict]:
     """``conll_rows``, one document in ten dev (a sentence alone where the corpus has no documents); without the
     sentences that name any of ``held_out`` (normalised by ``detector_real.norm``) as a person or a mention."""
     from silver_sources import detector_real as real
 
     rows = [
         row for row in conll_rows(paths)
-        if not {real.norm(row["text"][s["start"] : s["end"]]) for s in row["spans"] + row["mentions"]} & held_out
+        if {real.norm(row["text"][s["start"] : s["end"]]) for s in row["spans"] + row["mentions"]}.isdisjoint(held_out)
     ]  # fmt: skip
     for row in rows:
         row["dev"] = zlib.crc32(row.get("document", row["text"]).encode()) % 10 == 0
