@@ -20,6 +20,7 @@ setup(
             "trained-*/*/*",
             "ner-person/*",
             "person-tagger/*",
+            "address-tagger/*",
         ],
         "vdbguard.reports": ["templates/*.j2"],
     },

@@ -130,3 +130,41 @@ def test_the_tagger_runs_on_one_thread_and_gives_the_callers_back() -> None:
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def with_addresses() -> T.PersonTagger:
+    return T.PersonTagger(addresses=T.ADDRESS_DIR)
+
+
+def test_the_address_head_was_trained_over_the_shipped_tagger_and_todays_frames() -> None:
+    """Stale otherwise: retrain with pipelines/train_address_tagger.py and commit vdbguard/data/address-tagger."""
+    training = json.loads((T.ADDRESS_DIR / "training.json").read_text())
+    frames = Path(__file__).resolve().parents[2] / "pipelines" / "address_frames.json"
+    assert training["tagger"] == T.tagger_digest(T.TAGGER_DIR)
+    assert training["frames"] == hashlib.sha256(frames.read_bytes()).hexdigest()[:16]
+    assert training["labels"] == list(T.LABELS)
+
+
+def test_an_address_head_trained_over_another_tagger_is_refused() -> None:
+    from vdbguard.errors import VdbguardError
+
+    with pytest.raises(VdbguardError, match="another PERSON tagger"):
+        T.AddressHead(T.ADDRESS_DIR, tagger="0" * 16)
+
+
+def test_the_address_head_finds_postal_addresses_and_leaves_places_and_numbers(
+    shipped: T.PersonTagger, with_addresses: T.PersonTagger
+) -> None:
+    texts = [
+        "Please send the replacement to 80 West Tasman Drive, San Jose CA 95134.",
+        "Registered office: Osterstrasse 15, 26122 Oldenburg, Germany",
+        "Customer at 12 Baker Street, London NW1 6XE reports a leak; call Ingrid Solberg.",
+        "We flew to Paris in May and stayed near the river.",
+        "Version 3.2 of the driver shipped on 12 May with 4 fixes for port 8080.",
+    ]
+    tagged = with_addresses.tag(texts)
+    addresses = [[text[s:e] for s, e, _ in t.addresses] for text, t in zip(texts, tagged, strict=True)]
+    assert all(addresses[:3]) and addresses[3:] == [[], []]
+    assert any("Tasman Drive" in a for a in addresses[0]) and any("Baker Street" in a for a in addresses[2])
+    assert [t.names for t in tagged] == shipped.find(texts), "the address head changed the names"

@@ -436,9 +436,9 @@ class ProbesAddress(Claims):
 
 def test_severity_is_never_lowered_on_a_detector_no_that_a_validator_contradicts(detector, embedder) -> None:
     """The vector is its stored text's own embedding, and the detector finds no address in the text: that lowers an
-    address finding only where the validators agree the text holds none. A street address the detector misses
-    keeps the finding at its severity, said to be not confirmed by the detector."""
-    texts = {"missed": "Ship it to 742 Evergreen Terrace next week.", "clean": "Ship it to the usual place next week."}
+    address finding only where the validators agree the text holds none. A part of an address the detector misses
+    (a postcode alone) keeps the finding at its severity, said to be not confirmed by the detector."""
+    texts = {"missed": "Ship it to my place, postcode SW1A 1AA, next week.", "clean": "Ship it to the usual place."}
     assert not [d for d in detector.detect(texts["missed"]) if d.pii_type is PiiType.ADDRESS], "the gap"
     vectors = embedder.encode(list(texts.values()))
     records = [VectorRecord(rid, v, text=t) for (rid, t), v in zip(texts.items(), vectors, strict=True)]

@@ -64,11 +64,14 @@ def _absent(module: str) -> Iterator[None]:
 
 
 @lru_cache(maxsize=2)
-def build_analyzer(ner: str | None, gazetteer: str, tagger: str | None = None):  # -> presidio_analyzer.AnalyzerEngine
+def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
+    ner: str | None, gazetteer: str, tagger: str | None = None, addresses: str | None = None
+):
     """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does). ``ner``: the NER weights
     to load over the installed pipeline's (a folder in ``vdbguard/data`` or a path; None keeps its own);
     ``gazetteer``: when a listed name counts (``word_list.GAZETTEER_RULES``); ``tagger``: the learned PERSON tagger's
-    folder (in ``vdbguard/data`` or a path), which then alone calls a person: spaCy's NER keeps its other types."""
+    folder (in ``vdbguard/data`` or a path), which then alone calls a person: spaCy's NER keeps its other types;
+    ``addresses``: the folder of the tagger's address head, which then finds addresses."""
     # torch too: Presidio imports it to look for a GPU and spaCy's thinc to offer it, and spaCy runs here on the CPU
     # without it (1.3 s of a scan that attacks a few changed records, whose attacks no longer need torch)
     with _absent("transformers"), _absent("transformers.pipelines"), _absent("torch"):
@@ -94,7 +97,9 @@ def build_analyzer(ner: str | None, gazetteer: str, tagger: str | None = None): 
     if ner is not None:
         load_ner(nlp_engine.nlp["en"], ner)
     analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
-    registry.register(analyzer, gazetteer, None if tagger is None else _data_path(tagger))
+    registry.register(
+        analyzer, gazetteer, None if tagger is None else _data_path(tagger), addresses and _data_path(addresses)
+    )
     return analyzer
 
 
@@ -149,11 +154,13 @@ class PresidioDetector(Detector):
     # 5: IP addresses, passports, driving licences and national ids by context, passwords in URLs as secrets;
     # 6: the NER trained for PERSON on real text (PERSON_NER), the name list by the rule in ``gazetteer``;
     # 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) alone calls a person, reading the name list as a
-    # feature; spaCy's NER (version 6's weights) keeps places and dates; 8: a birth date names a day, a month or a year
-    version: ClassVar[int] = 8
+    # feature; spaCy's NER (version 6's weights) keeps places and dates; 8: a birth date names a day, a month or a year;
+    # 9: the tagger's address head finds postal addresses, spaCy's places near a street word no longer count
+    version: ClassVar[int] = 9
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
+    addresses: ClassVar[str | None] = "address-tagger"  # its address head; None: spaCy's places near a street word
     calendar_birth_dates: ClassVar[bool] = True  # False: any time beside a birth word is a birth date (before 8)
     uses_torch: ClassVar[bool] = True
     max_chars: ClassVar[int | None] = MAX_CHARS
@@ -164,12 +171,12 @@ class PresidioDetector(Detector):
     def __init__(self, min_score: float = cutoff, settings: DetectorSettings | None = None) -> None:
         self.min_score = min_score
         self.settings = None if settings is None or settings.is_default else settings
-        self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger)
+        self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger, self.addresses)
         from vdbguard.detectors.recognizers.person_tagger import PersonTaggerRecognizer  # presidio: loaded by now
         from vdbguard.detectors.recognizers.registry import for_identifiers
 
         recognizers = self.analyzer.registry.recognizers
-        self._tagger = next((r for r in recognizers if isinstance(r, PersonTaggerRecognizer)), None)
+        self._tagger = next((r.tagger for r in recognizers if isinstance(r, PersonTaggerRecognizer)), None)
         identifiers = self.settings.identifiers if self.settings else []
         self._ad_hoc = for_identifiers(identifiers) or None
         self.entities = ENTITIES + [str(identifier.pii_type) for identifier in identifiers]
@@ -211,7 +218,7 @@ class PresidioDetector(Detector):
             results = self._analyze(text, artifacts)
             found[i] = _merged(self._detections(text, 0, results))
         if self._tagger is not None:
-            self._tagger.prepared = {}
+            self._tagger.prepare([])
         return [
             self.detect(text) if detections is None else detections
             for text, detections in zip(texts, found, strict=True)
@@ -231,6 +238,10 @@ class PresidioDetector(Detector):
             ad_hoc_recognizers=self._ad_hoc,
         )
 
+    @staticmethod
+    def _near_a_street(text: str, result: Any) -> bool:
+        return bool(_STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]))
+
     def _detections(self, text: str, offset: int, results: Sequence[Any]) -> list[Detection]:
         detections = []
         for result in results:
@@ -241,7 +252,7 @@ class PresidioDetector(Detector):
                     not self.calendar_birth_dates or _CALENDAR.search(text[result.start : result.end])
                 )
                 entity = "DATE_OF_BIRTH" if birth else entity
-            elif entity == "LOCATION" and not _STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]):
+            elif entity == "LOCATION" and (self.addresses is not None or not self._near_a_street(text, result)):
                 continue
             pii_type = pii_type_of(entity)
             if pii_type is None or result.score < self.min_score:
@@ -271,6 +282,7 @@ class PresidioNerDetector(PresidioDetector):
     # surnames of glosses and credits ("Milton"), which redaction would then embed
     gazetteer: ClassVar[str] = "every"
     tagger: ClassVar[str | None] = None
+    addresses: ClassVar[str | None] = None
     uses_torch: ClassVar[bool] = False
 
 

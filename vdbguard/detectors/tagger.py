@@ -3,7 +3,8 @@ word's case and name-list membership as a feature, and a begin/inside/outside he
 
 Only what training changed ships (``vdbguard/data/person-tagger``, fp16): the encoder's lower layers are read from
 the installed package, whose weights must hash to what the tagger was trained over. Runs on the CPU in whatever
-process detects (one thread in the scan's detector workers), in batches.
+process detects (one thread in the scan's detector workers), in batches. A second head (``vdbguard/data/
+address-tagger``) reads postal addresses off the same pass.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from vdbguard.errors import VdbguardError
 
 TAGGER_DIR = Path(__file__).resolve().parent.parent / "data" / "person-tagger"
+ADDRESS_DIR = TAGGER_DIR.parent / "address-tagger"
 LABELS = ("O", "B", "I")
 # a word: letters and digits, or one other character; "O'Brien" is three words, tagged B I I
 WORD = re.compile(r"[^\W_]+|\S")
@@ -98,11 +100,15 @@ def build_model(layers: int) -> Any:  # -> torch.nn.Module
                 x = layer(x, mask)
             return x
 
-        def upper(self, x: Tensor, mask: Tensor, features: Tensor) -> Tensor:
+        def top(self, x: Tensor, mask: Tensor, features: Tensor) -> Tensor:
+            """The trained part's states, which both heads read."""
             x = x + self.features(features)
             for layer in self.encoder.layer[self.frozen :]:
                 x = layer(x, mask)
-            return self.head(x)
+            return x
+
+        def upper(self, x: Tensor, mask: Tensor, features: Tensor) -> Tensor:
+            return self.head(self.top(x, mask, features))
 
         def forward(self, ids: Tensor, mask: Tensor, features: Tensor) -> Tensor:
             return self.upper(self.lower(ids, mask), mask, features)
@@ -188,10 +194,20 @@ def spans_of(
     return [(start, end, sum(scores) / len(scores)) for start, end, scores in names]
 
 
-class PersonTagger:
-    """The trained tagger in ``folder``: ``find`` returns each text's names as (start, end, score)."""
+@dataclass(frozen=True)
+class Tagged:
+    """A text's names and postal addresses, each as (start, end, score)."""
 
-    def __init__(self, folder: Path = TAGGER_DIR, bf16: bool | None = None) -> None:
+    names: list[tuple[int, int, float]]
+    addresses: list[tuple[int, int, float]]
+
+
+class PersonTagger:
+    """The trained tagger in ``folder``: ``find`` returns each text's names as (start, end, score). With
+    ``addresses``, a folder holding an address head trained over this tagger's states, ``tag`` also returns each
+    text's postal addresses from the same pass of the encoder."""
+
+    def __init__(self, folder: Path = TAGGER_DIR, bf16: bool | None = None, addresses: Path | None = None) -> None:
         import torch
         from safetensors.torch import load_file
 
@@ -217,12 +233,41 @@ class PersonTagger:
         # bfloat16 where native: the same names as fp32 on 99.7% of texts (BENCHMARKS.md, "A learned PERSON tagger")
         self.dtype = torch.bfloat16 if (native_bf16() if bf16 is None else bf16) else torch.float32
         self.model = self.model.to(self.dtype).eval()
+        self.address_head = None if addresses is None else AddressHead(addresses, tagger_digest(folder))
         self.tokens = Tokens()
         from vdbguard.detectors.lexicon import name_gazetteer
 
         self.names = name_gazetteer()
+        self.prepared: dict[str, Tagged] = {}
 
     def find(self, texts: Sequence[str], batch_size: int = 32) -> list[list[tuple[int, int, float]]]:
+        return [tagged.names for tagged in self.tag(texts, batch_size)]
+
+    def tag(self, texts: Sequence[str], batch_size: int = 32) -> list[Tagged]:
+        found = [Tagged([], []) for _ in texts]
+        for index, offsets, probabilities, states in self.read(texts, batch_size, self.address_head is not None):
+            spans = spans_of(probabilities, offsets, self.outside_bias)
+            found[index].names.extend(span for span in spans if not glued_to_digits(texts[index], *span[:2]))
+            if self.address_head is not None:
+                found[index].addresses.extend(self.address_head.spans(states, offsets))
+        for tagged in found:
+            tagged.names.sort()
+            tagged.addresses.sort()
+        return found
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Tag a batch at once (what the model is fast at), for ``tagged`` to answer from; ``prepare([])`` forgets."""
+        self.prepared = dict(zip(texts, self.tag(texts), strict=True))
+
+    def tagged(self, text: str) -> Tagged:
+        prepared = self.prepared.get(text)
+        return self.tag([text])[0] if prepared is None else prepared
+
+    def read(
+        self, texts: Sequence[str], batch_size: int = 32, with_states: bool = False
+    ) -> Iterator[tuple[int, list[tuple[int, int]], list[list[float]], Any]]:
+        """Per window of a text: the text's index, its words' offsets, their name-label probabilities and, with
+        ``with_states``, each word's states (the frozen layers' beside the top's, float32; else None)."""
         import torch
 
         from vdbguard.embedders.bert import attention_mask
@@ -232,7 +277,6 @@ class PersonTagger:
             offsets = words_of(text)
             for at in range(0, len(offsets), WINDOW_WORDS):
                 windows.append((index, offsets[at : at + WINDOW_WORDS]))
-        found: list[list[tuple[int, int, float]]] = [[] for _ in texts]
         # every digit read as 0: card, account and phone numbers split into many word pieces, and beside them the
         # tagger lost names it found once the numbers were masked ("... 9701 for William C. Douglas")
         words = [[DIGIT.sub("0", texts[index][s:e]) for s, e in offsets] for index, offsets in windows]
@@ -247,14 +291,72 @@ class PersonTagger:
                 for at in range(0, len(members), batch_size):
                     chosen = members[at : at + batch_size]
                     encoded = self.tokens.encode([words[w] for w in chosen], self.names, [encodings[w] for w in chosen])
-                    logits = self.model(encoded.ids, attention_mask(encoded.present, self.dtype), encoded.features)
-                    probabilities = logits.float().softmax(-1).tolist()
-                    for window, row, first in zip(chosen, probabilities, encoded.first, strict=True):
+                    mask = attention_mask(encoded.present, self.dtype)
+                    lower = self.model.lower(encoded.ids, mask)
+                    top = self.model.top(lower, mask, encoded.features)
+                    probabilities = self.model.head(top).float().softmax(-1).tolist()
+                    states = torch.cat([lower, top], -1).float() if with_states else None
+                    for row, (window, first) in enumerate(zip(chosen, encoded.first, strict=True)):
                         index, offsets = windows[window]
-                        kept = [(row[position], offsets[w]) for w, position in enumerate(first) if position >= 0]
-                        spans = spans_of([p for p, _ in kept], [o for _, o in kept], self.outside_bias)
-                        found[index] += [span for span in spans if not glued_to_digits(texts[index], *span[:2])]
-        return [sorted(spans) for spans in found]
+                        kept = [(w, position) for w, position in enumerate(first) if position >= 0]
+                        positions = [position for _, position in kept]
+                        yield (
+                            index,
+                            [offsets[w] for w, _ in kept],
+                            [probabilities[row][position] for position in positions],
+                            None if states is None else states[row, positions],
+                        )
+
+
+def tagger_digest(folder: Path) -> str:
+    """The trained weights' digest: an address head is valid over the tagger whose states it was trained on."""
+    return hashlib.sha256((folder / "tagger.safetensors").read_bytes()).hexdigest()[:16]
+
+
+class AddressHead:
+    """Postal addresses from the tagger's word states: a small network trained apart (``pipelines/
+    train_address_tagger.py``) on real registrations' addresses and address-free text, decoded like names."""
+
+    def __init__(self, folder: Path, tagger: str) -> None:
+        import torch
+        from safetensors.torch import load_file
+
+        try:
+            self.training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+            weights = load_file(str(folder / "head.safetensors"))
+        except (OSError, ValueError) as exc:
+            raise VdbguardError(f"cannot load the address head in {folder}: {exc}", "reinstall vdbguard") from exc
+        if self.training["tagger"] != tagger:
+            raise VdbguardError(
+                f"the address head in {folder} was trained over another PERSON tagger than the one beside it",
+                "retrain it: python pipelines/train_address_tagger.py",
+            )
+        self.outside_bias = float(self.training["outside_bias"])
+        self.network = address_network(weights["hidden.weight"].shape[1], weights["hidden.weight"].shape[0])
+        self.network.load_state_dict({k: v.float() for k, v in weights.items()})
+        self.network.eval()
+        self.torch = torch
+
+    def spans(self, states: Any, offsets: Sequence[tuple[int, int]]) -> list[tuple[int, int, float]]:
+        with self.torch.inference_mode():
+            probabilities = self.network(states).softmax(-1).tolist()
+        return spans_of(probabilities, offsets, self.outside_bias)
+
+
+def address_network(inputs: int, hidden: int) -> Any:  # -> torch.nn.Module
+    """Word states (standardised in its first layer) to begin/inside/outside an address."""
+    from torch import nn
+
+    class Network(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.hidden = nn.Linear(inputs, hidden)
+            self.out = nn.Linear(hidden, len(LABELS))
+
+        def forward(self, x: Any) -> Any:
+            return self.out(nn.functional.gelu(self.hidden(x)))
+
+    return Network()
 
 
 @contextlib.contextmanager

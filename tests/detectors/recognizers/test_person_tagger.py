@@ -11,10 +11,11 @@ def test_prepared_and_unprepared_texts_get_the_taggers_names() -> None:
     tagger = PersonTagger()
     recognizer = PersonTaggerRecognizer(tagger)
     texts = ["Ask Maria Gonzalez about the invoice.", "The printer on floor 3 is jammed."]
-    recognizer.prepare(texts)
+    tagger.prepare(texts)
     found = [[(r.start, r.end, r.score) for r in recognizer.analyze(text, ["PERSON"])] for text in texts]
     assert found == [[(s, e, SCORE) for s, e, _ in spans] for spans in tagger.find(texts)]
     assert [texts[0][s:e] for s, e, _ in found[0]] == ["Maria Gonzalez"] and found[1] == []
-    recognizer.prepared = {}
+    tagger.prepare([])
+    assert tagger.prepared == {}
     alone = "Thanks, Priya Raman"
     assert [alone[r.start : r.end] for r in recognizer.analyze(alone, ["PERSON"])] == ["Priya Raman"]

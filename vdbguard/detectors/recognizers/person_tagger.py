@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
@@ -15,29 +14,22 @@ SCORE = 0.85
 
 
 class PersonTaggerRecognizer(EntityRecognizer):
-    """Names by ``tagger``. ``prepare`` tags a batch of texts at once (what the model is fast at); ``analyze`` reads
-    a prepared text's names, or tags the text alone."""
+    """Names by ``tagger``: a text the tagger prepared in a batch (``PersonTagger.prepare``) answers from it, any
+    other is tagged alone."""
 
     def __init__(self, tagger: PersonTagger) -> None:
         super().__init__(supported_entities=["PERSON"], name="PersonTaggerRecognizer")
         self.tagger = tagger
-        self.prepared: dict[str, list[tuple[int, int, float]]] = {}
 
     def load(self) -> None:
         pass
 
-    def prepare(self, texts: Sequence[str]) -> None:
-        self.prepared = dict(zip(texts, self.tagger.find(texts), strict=True))
-
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
-        spans = self.prepared.get(text)
-        if spans is None:
-            spans = self.tagger.find([text])[0]
         metadata = {
             RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
             RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
         }
         return [
             RecognizerResult("PERSON", start, end, SCORE, recognition_metadata=dict(metadata))
-            for start, end, _ in spans
+            for start, end, _ in self.tagger.tagged(text).names
         ]

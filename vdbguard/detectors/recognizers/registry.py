@@ -31,10 +31,10 @@ GAZETTEER_SCORE = 0.6
 REPLACED = ("CreditCardRecognizer", "PhoneRecognizer", "IbanRecognizer", "IpRecognizer", "UsBankRecognizer")
 
 
-def register(analyzer: AnalyzerEngine, gazetteer: str, tagger: Path | None) -> None:
+def register(analyzer: AnalyzerEngine, gazetteer: str, tagger: Path | None, addresses: Path | None = None) -> None:
     """vdbguard's recognizers into ``analyzer``'s registry. ``gazetteer``: when a listed name counts
     (``word_list.GAZETTEER_RULES``); ``tagger``: the learned PERSON tagger's folder, which then alone calls a person
-    (spaCy's NER keeps its other types)."""
+    (spaCy's NER keeps its other types); ``addresses``: its address head's folder, which then finds addresses."""
     registry = analyzer.registry
     for name in REPLACED:
         registry.remove_recognizer(name)
@@ -58,7 +58,12 @@ def register(analyzer: AnalyzerEngine, gazetteer: str, tagger: Path | None) -> N
         for recognizer in registry.recognizers:
             if recognizer.name == "SpacyRecognizer":
                 recognizer.supported_entities = [e for e in recognizer.supported_entities if e != "PERSON"]
-        ours.append(PersonTaggerRecognizer(PersonTagger(tagger)))
+        model = PersonTagger(tagger, addresses=addresses)
+        ours.append(PersonTaggerRecognizer(model))
+        if addresses is not None:
+            from vdbguard.detectors.recognizers.address_tagger import AddressTaggerRecognizer
+
+            ours.append(AddressTaggerRecognizer(model))
     for recognizer in ours:
         registry.add_recognizer(recognizer)
 
