@@ -1080,6 +1080,7 @@ def summary(items: Sequence[Item], found: Sequence[list[Detection]]) -> dict:
             count("PERSON", bool(matching))
             count("PERSON:on-gazetteer" if span.gazetteer else "PERSON:off-gazetteer", bool(matching))
             count("PERSON without the gazetteer", any("Gazetteer" not in d.recognizer for d in matching))
+        addresses = [d for d in detections if d.pii_type is PiiType.ADDRESS]
         for span in item.mentions:
             called = [d for d in detections if d.pii_type is PiiType.PERSON and overlaps(span, d)]
             count(f"called PERSON:{span.label}", bool(called))
@@ -1087,6 +1088,10 @@ def summary(items: Sequence[Item], found: Sequence[list[Detection]]) -> dict:
             if span.label in NON_PERSON_KINDS:
                 count(TARGET_MENTIONS, bool(called))
                 count(f"{TARGET_MENTIONS} without the gazetteer", any("Gazetteer" not in d.recognizer for d in called))
+            if span.label == "place":
+                count("called ADDRESS:place", any(overlaps(span, d) for d in addresses))
+        if not any(span.label == "ADDRESS" for span in item.gold):
+            count("texts without an address given one", bool(addresses))
     return {key: {"rate": rate(*value), "n": value[1]} for key, value in sorted(hits.items())}
 
 

@@ -4,8 +4,8 @@
     python pipelines/train_address_tagger.py --train /tmp/tagger/train.jsonl --out vdbguard/data/address-tagger
 
 The tagger's encoder already reads every word for names; this head reads each word's states there (the frozen lower
-layers' beside the trained top's) and costs one small matrix product more. spaCy's places near a street word, which
-it replaces, found 0.28 of real registrations' addresses at 2.9% of address-free texts given one (dev, below).
+layers' beside the trained top's) and costs two small matrix products more. It replaces spaCy's places near a street
+word, which found half of real registrations' addresses (BENCHMARKS.md, "A learned PERSON tagger").
 
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
 - real postal addresses: the IEEE MA-M, MA-S (oui36) and IAB registrations that the silver JSONL of
@@ -17,7 +17,7 @@ Data, train sources only (never an eval source, Debian package documentation or 
 
 Dev, never trained on: the IAB registrations, the Jargon File's texts and a fifth of pci.ids' vendors. It chooses
 the hidden layer's size and the outside bias by ``objective``: address recall less three times the share of
-address-free texts given one. Ships float32 weights of about 200 KB and what they were trained over.
+address-free texts given one. Ships float32 weights (400 KB) and what they were trained over.
 """
 
 from __future__ import annotations

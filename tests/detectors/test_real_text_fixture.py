@@ -35,7 +35,7 @@ RECALL_FLOORS = {
     ("placed-in-sentence", "PERSON"): 0.55,  # 8 of 10 (version 6: 7)
     ("any register", "PERSON"): 0.84,  # 45 of 48 (version 6: 43, version 5: 37)
     ("any register", "PERSON off the gazetteer"): 0.62,  # 18 of 19 (version 6: 14, version 5: 8)
-    ("contact-block", "ADDRESS"): 0.4,  # 5 of 10
+    ("contact-block", "ADDRESS"): 0.4,  # 10 of 10 (version 8, spaCy's places near a street word: 5)
     ("number-swap", "card"): 0.75,  # 4 of 4: every Luhn-valid number, Mastercard's 2-series too
     ("number-swap", "iban"): 0.75,  # 4 of 4
     ("number-swap", "ssn"): 0.75,  # 4 of 4 (dashed or spaced; bare nine digits need "ssn" nearby)
@@ -59,11 +59,12 @@ def fixture_lines() -> list[dict]:
     return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
 
 
-# The learned tagger (version 7, the default): floors version 6 (presidio-ner, in the comments) falls below, so a
-# tagger that is lost, or quietly replaced by the NER and the name list, fails here
+# The learned tagger (version 7, the default; its address head since 9): floors version 6 (presidio-ner, in the
+# comments) falls below, so a tagger or head that is lost, or quietly replaced by spaCy's NER, fails here
 TAGGER_RECALL_FLOORS = {
     ("any register", "PERSON"): 0.9,  # 45 of 48 (version 6: 43)
     ("any register", "PERSON off the gazetteer"): 0.85,  # 18 of 19 (version 6: 14)
+    ("contact-block", "ADDRESS"): 0.9,  # 10 of 10 (versions 6 and 8: 5)
 }
 TAGGER_FALSE_POSITIVE_CEILINGS = {
     "place-in-sentence": 0.13,  # 0 of 8 (version 6: 2)
@@ -126,7 +127,7 @@ def test_false_positives_stay_under_their_ceiling(scored: Scores, register: str)
 
 
 @pytest.mark.parametrize(("register", "kind"), sorted(TAGGER_RECALL_FLOORS))
-def test_the_tagger_finds_names_version_6_misses(scored: Scores, register: str, kind: str) -> None:
+def test_the_tagger_finds_names_and_addresses_version_6_misses(scored: Scores, register: str, kind: str) -> None:
     hits = scored[0][(register, kind)]
     assert sum(hits) / len(hits) >= TAGGER_RECALL_FLOORS[(register, kind)], f"{sum(hits)} of {len(hits)} found"
 
