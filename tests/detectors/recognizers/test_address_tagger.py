@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vdbguard.detectors.recognizers.address_tagger import ENTITY, SCORE, AddressTaggerRecognizer
+from vdbguard.detectors.recognizers.address_tagger import ENTITY, AddressTaggerRecognizer
+from vdbguard.detectors.recognizers.person_tagger import SCORE
 from vdbguard.detectors.tagger import ADDRESS_DIR, PersonTagger
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 
-from vdbguard.detectors.tagger import PersonTagger
+from vdbguard.detectors.tagger import PersonTagger, Tagged
 
 # a name is the tagger's call, scored as spaCy's NER scores its own: the mean probability moves in the second decimal
 # with the other texts of its batch (bfloat16 sums), and a text's findings must not depend on its neighbours
@@ -17,12 +17,17 @@ class PersonTaggerRecognizer(EntityRecognizer):
     """Names by ``tagger``: a text the tagger prepared in a batch (``PersonTagger.prepare``) answers from it, any
     other is tagged alone."""
 
+    entity: ClassVar[str] = "PERSON"
+
     def __init__(self, tagger: PersonTagger) -> None:
-        super().__init__(supported_entities=["PERSON"], name="PersonTaggerRecognizer")
+        super().__init__(supported_entities=[self.entity], name=type(self).__name__)
         self.tagger = tagger
 
     def load(self) -> None:
         pass
+
+    def spans(self, tagged: Tagged) -> list[tuple[int, int, float]]:
+        return tagged.names
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
         metadata = {
@@ -30,6 +35,6 @@ class PersonTaggerRecognizer(EntityRecognizer):
             RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
         }
         return [
-            RecognizerResult("PERSON", start, end, SCORE, recognition_metadata=dict(metadata))
-            for start, end, _ in self.tagger.tagged(text).names
+            RecognizerResult(self.entity, start, end, SCORE, recognition_metadata=dict(metadata))
+            for start, end, _ in self.spans(self.tagger.tagged(text))
         ]
