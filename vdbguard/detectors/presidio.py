@@ -97,9 +97,8 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
     if ner is not None:
         load_ner(nlp_engine.nlp["en"], ner)
     analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
-    registry.register(
-        analyzer, gazetteer, None if tagger is None else _data_path(tagger), addresses and _data_path(addresses)
-    )
+    tagger_path, addresses_path = (None if name is None else _data_path(name) for name in (tagger, addresses))
+    registry.register(analyzer, gazetteer, tagger_path, addresses_path)
     return analyzer
 
 
