@@ -208,7 +208,7 @@ def main() -> None:
         "dev": result, "objective": round(best, 4), "seed": args.seed, "epochs": args.epochs, "faker": args.faker,
         "frames": hashlib.sha256(FRAMES_FILE.read_bytes()).hexdigest()[:16],
         "silver": hashlib.sha256(args.train.read_bytes()).hexdigest()[:16],
-        "texts": {split: len(split_rows) for split, split_rows in rows.items()},
+        "texts": {split: len(texts) for split, texts in rows.items()},
         "tried": [{"hidden": h, "outside_bias": b, "objective": round(o, 4)} for o, h, b, _, _ in tried],
         "minutes": round((time.perf_counter() - started) / 60, 1),
     }  # fmt: skip

@@ -10,6 +10,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,3 +140,31 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
     scored = trainer.score(model, T.TAGGER_DIR, examples, [0.0, 50.0])["by_bias"]
     assert scored[0.0]["PERSON"] == 1.0 and scored[50.0]["PERSON"] == 0.0
     assert scored[0.0]["objective"] > scored[50.0]["objective"]
+
+
+def test_the_address_trainer_labels_an_addresss_words_begin_then_inside_in_the_texts_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tagger reads windows grouped by length, not in order; each word's label must still meet its own states,
+    and two addresses side by side stay two."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_address_tagger")
+    from vdbguard.detectors.tagger import PersonTagger
+
+    first, second = "12 Oak Lane, Leeds", "4 Elm Road"
+    long_text = f"Ship to {first} and {second} please, with the long note about the crate repeated twice over"
+    rows = [  # the first and last texts are read together, before the second
+        {"text": "no address here", "addresses": []},
+        {"text": long_text, "addresses": [[8, 8 + len(first)], [13 + len(first), 13 + len(first) + len(second)]]},
+        {"text": "no address there", "addresses": []},
+    ]
+    tagger = PersonTagger()
+    assert [index for index, *_ in tagger.read([row["text"] for row in rows])] == [0, 2, 1]
+    states, labels, offsets = trainer.word_data(tagger, rows)
+    assert len(states) == len(labels) == sum(len(words) for words in offsets) and states.shape[1] == 768
+    words = [long_text[s:e] for s, e in offsets[1]]
+    assert words[:10] == ["Ship", "to", "12", "Oak", "Lane", ",", "Leeds", "and", "4", "Elm"]
+    assert labels.tolist()[3 : 3 + 12] == [0, 0, 1, 2, 2, 2, 2, 0, 1, 2, 2, 0]
+    assert labels.tolist()[:3] == labels.tolist()[3 + len(words) :] == [0, 0, 0]
+    (_, _, _, alone), *_ = tagger.read([long_text], with_states=True)
+    assert np.allclose(states[3 : 3 + len(words)], alone.numpy()), "each text's words meet their own states"
