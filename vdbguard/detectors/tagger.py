@@ -318,7 +318,6 @@ class AddressHead:
     train_address_tagger.py``) on real registrations' addresses and address-free text, decoded like names."""
 
     def __init__(self, folder: Path, tagger: str) -> None:
-        import torch
         from safetensors.torch import load_file
 
         try:
@@ -335,10 +334,11 @@ class AddressHead:
         self.network = address_network(weights["hidden.weight"].shape[1], weights["hidden.weight"].shape[0])
         self.network.load_state_dict({k: v.float() for k, v in weights.items()})
         self.network.eval()
-        self.torch = torch
 
     def spans(self, states: Any, offsets: Sequence[tuple[int, int]]) -> list[tuple[int, int, float]]:
-        with self.torch.inference_mode():
+        import torch
+
+        with torch.inference_mode():
             probabilities = self.network(states).softmax(-1).tolist()
         return spans_of(probabilities, offsets, self.outside_bias)
 
