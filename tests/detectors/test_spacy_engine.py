@@ -1,14 +1,18 @@
-"""spaCy's NER skipped where its entities cannot count: the same detections as the engine that always runs it."""
+"""spaCy run only as far as a text needs: the same detections as the engine that runs its whole pipeline."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+from presidio_analyzer import EntityRecognizer
+
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors.presidio import PresidioDetector, PresidioNerDetector
 
 FIXTURE = Path(__file__).parent / "data" / "real_text_fixture.jsonl"
+PLACE = "Paris is the capital of France."
 
 
 def _texts() -> list[str]:
@@ -21,28 +25,41 @@ def _texts() -> list[str]:
         "d.o.b. 1985-03-14, John Smith, Sudan",
         "clk2.inc, #B1, dobong-ro 121gil, dobong-gu seoul, korea seoul seoul KR 14440",  # a slice's "dob" counts
     ]
-    return real + templates + human_sentences("holdout")[:100] + births
+    context = ["Call me on 020 7946 0018 tomorrow.", "Order 4111 1111 1111 1111 shipped.", "card 4111111111111111"]
+    return real + templates + human_sentences("holdout")[:100] + births + context
 
 
-def test_the_default_skips_the_ner_where_no_birth_word_is_and_finds_the_same() -> None:
+def test_the_default_runs_spacy_only_as_far_as_each_text_needs_and_finds_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     detector = PresidioDetector()
     engine = detector.analyzer.nlp_engine
-    texts = _texts()
-    assert engine.wanted is not None
-    assert not engine.process_text("Paris is the capital of France.", "en").entities
+    place = engine.process_text(PLACE, "en")
+    assert not place.entities and not place.tokens.has_annotation("TAG")
     assert engine.process_text("Born in Paris on 3 May 1950.", "en").entities
-    gated = detector.detect_many(texts), [detector.detect(text) for text in texts]
-    wanted, engine.wanted = engine.wanted, None  # the analyzer is shared (cached): put its gate back
-    try:
-        assert engine.process_text("Paris is the capital of France.", "en").entities
-        always = detector.detect_many(texts)
-    finally:
-        engine.wanted = wanted
-    assert gated[0] == always and gated[1] == always
-    assert sum(any(d.pii_type.value == "DATE_OF_BIRTH" for d in found) for found in always) >= 20
+    assert engine.completed(place).lemmas[0] == "Paris" and engine.completed(place).tokens.has_annotation("TAG")
+    completed = []
+    monkeypatch.setattr(
+        engine, "completed", lambda artifacts: completed.append(1) or type(engine).completed(engine, artifacts)
+    )
+    texts = _texts()
+    on_demand = detector.detect_many(texts), [detector.detect(text) for text in texts]
+    assert 0 < len(completed) < len(texts)  # the context rule asked for lemmas on some texts, not all
+    monkeypatch.setattr(engine, "whole", None)
+    assert engine.process_text(PLACE, "en").entities
+    whole = detector.detect_many(texts)
+    assert on_demand[0] == whole and on_demand[1] == whole
+    assert sum(any(d.pii_type.value == "DATE_OF_BIRTH" for d in found) for found in whole) >= 20
 
 
-def test_version_6_runs_the_ner_on_every_text() -> None:
+def test_no_recognizer_reads_lemmas_before_the_context_rule_completes_them() -> None:
+    recognizers = PresidioDetector().analyzer.registry.recognizers
+    assert [
+        r.name for r in recognizers if type(r).enhance_using_context is not EntityRecognizer.enhance_using_context
+    ] == []
+
+
+def test_version_6_runs_the_whole_pipeline_on_every_text() -> None:
     engine = PresidioNerDetector().analyzer.nlp_engine
-    assert engine.wanted is None
-    assert engine.process_text("Paris is the capital of France.", "en").entities
+    assert engine.whole is None
+    assert engine.process_text(PLACE, "en").entities

@@ -80,15 +80,14 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
         from presidio_analyzer import AnalyzerEngine
 
         from vdbguard.detectors.recognizers import registry
-        from vdbguard.detectors.spacy_engine import EntitiesWhenWantedEngine
+        from vdbguard.detectors.spacy_engine import LemmasOnDemandEnhancer, OnDemandSpacyEngine
 
     _offline_tldextract()
     # spaCy's PERSON and LOCATION count without the tagger and its address head, and some name-list rules read them
-    only_birth_dates = tagger is not None and addresses is not None and gazetteer in ("none", "every")
+    on_demand = tagger is not None and addresses is not None and gazetteer in ("none", "every")
     try:
-        nlp_engine = EntitiesWhenWantedEngine(
-            models=[{"lang_code": "en", "model_name": SPACY_MODEL}],
-            wanted=_mentions_birth if only_birth_dates else None,
+        nlp_engine = OnDemandSpacyEngine(
+            models=[{"lang_code": "en", "model_name": SPACY_MODEL}], whole=_mentions_birth if on_demand else None
         )
         nlp_engine.load()
     except OSError as exc:
@@ -99,7 +98,9 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
     nlp_engine.nlp["en"].disable_pipe("parser")
     if ner is not None:
         load_ner(nlp_engine.nlp["en"], ner)
-    analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
+    # a date counts only as a birth date, and a text that mentions a birth is analysed whole
+    enhancer = LemmasOnDemandEnhancer(nlp_engine, ignored=frozenset({"DATE_TIME"})) if on_demand else None
+    analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"], context_aware_enhancer=enhancer)
     tagger_path, addresses_path = (None if name is None else _data_path(name) for name in (tagger, addresses))
     registry.register(analyzer, gazetteer, tagger_path, addresses_path)
     return analyzer
