@@ -10,6 +10,7 @@ from presidio_analyzer import EntityRecognizer
 
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors.presidio import PresidioDetector, PresidioNerDetector
+from vdbguard.identifiers import DetectorSettings
 
 FIXTURE = Path(__file__).parent / "data" / "real_text_fixture.jsonl"
 PLACE = "Paris is the capital of France."
@@ -45,11 +46,30 @@ def test_the_default_runs_spacy_only_as_far_as_each_text_needs_and_finds_the_sam
     texts = _texts()
     on_demand = detector.detect_many(texts), [detector.detect(text) for text in texts]
     assert 0 < len(completed) < len(texts)  # the context rule asked for lemmas on some texts, not all
-    monkeypatch.setattr(engine, "whole", None)
+    monkeypatch.setattr(engine, "entities", None)
     assert engine.process_text(PLACE, "en").entities
     whole = detector.detect_many(texts)
     assert on_demand[0] == whole and on_demand[1] == whole
     assert sum(any(d.pii_type.value == "DATE_OF_BIRTH" for d in found) for found in whole) >= 20
+
+
+def test_a_text_left_at_its_tokens_gets_its_lemmas_when_a_context_word_could_count() -> None:
+    settings = DetectorSettings.model_validate(
+        {
+            "identifiers": [
+                {
+                    "supported_entity": "PROJECT_CODE",
+                    "patterns": [{"name": "code", "regex": r"\bPRJ-[A-Z]{4}\b", "score": 0.1}],
+                    "context": ["mouse"],  # found by its lemma: "mice" reads as "mouse" only once lemmatized
+                }
+            ]
+        }
+    )
+    detector = PresidioDetector(settings=settings)
+    text = "The mice were tagged PRJ-ABCD last week."  # no digit: tokens only, until the rule needs lemmas
+    assert detector.analyzer.nlp_engine.skipped(text) == tuple(detector.analyzer.nlp_engine.nlp["en"].pipe_names)
+    assert [d.value for d in detector.detect(text)] == ["PRJ-ABCD"]
+    assert [d.value for d in detector.detect("The cats were tagged PRJ-ABCD last week.")] == []
 
 
 def test_no_recognizer_reads_lemmas_before_the_context_rule_completes_them() -> None:
@@ -61,5 +81,5 @@ def test_no_recognizer_reads_lemmas_before_the_context_rule_completes_them() -> 
 
 def test_version_6_runs_the_whole_pipeline_on_every_text() -> None:
     engine = PresidioNerDetector().analyzer.nlp_engine
-    assert engine.whole is None
+    assert engine.entities is None
     assert engine.process_text(PLACE, "en").entities

@@ -25,6 +25,8 @@ PERSON_NER = "ner-person"
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
+# Presidio's built-in recognizers with context words (phones, cards, SSNs, accounts, dates, emails) match only here
+_DIGIT_OR_AT = re.compile(r"[0-9@]")
 # Any text where _BIRTH_CONTEXT can match: it searches a slice around a date, whose edges may cut a word in two
 _BIRTH_ANYWHERE = re.compile(r"born|dob|d\.o\.b|birth", re.IGNORECASE)
 # a birth date names a day, a month or a year: "this morning" beside "DOB not on file" is when, not a birth date
@@ -87,7 +89,9 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
     on_demand = tagger is not None and addresses is not None and gazetteer in ("none", "every")
     try:
         nlp_engine = OnDemandSpacyEngine(
-            models=[{"lang_code": "en", "model_name": SPACY_MODEL}], whole=_mentions_birth if on_demand else None
+            models=[{"lang_code": "en", "model_name": SPACY_MODEL}],
+            entities=_mentions_birth if on_demand else None,
+            lemmas=_DIGIT_OR_AT.search if on_demand else None,
         )
         nlp_engine.load()
     except OSError as exc:

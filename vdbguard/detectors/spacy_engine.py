@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
+from typing import Any
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
@@ -20,32 +21,47 @@ _NER = "ner"
 
 
 class OnDemandSpacyEngine(SpacyNlpEngine):
-    """``whole(text)``: whether ``text`` needs the whole pipeline up front (its entities could count); None:
-    every text does. Other texts get their tokens, and the rest but the NER when ``completed`` asks."""
+    """``entities(text)``: whether spaCy's entities of ``text`` could count; ``lemmas(text)``: whether a match that
+    reads lemmas is likely (a guess: ``completed`` makes them for any text that needs them after all, but one at a
+    time, where a batch shares the work). None: the whole pipeline on every text."""
 
-    def __init__(self, models: list[dict[str, str]], whole: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        models: list[dict[str, str]],
+        entities: Callable[[str], bool] | None = None,
+        lemmas: Callable[[str], bool] | None = None,
+    ) -> None:
         super().__init__(models=models)
-        self.whole = whole
+        self.entities, self.lemmas = entities, lemmas
 
-    def tokens_only(self, text: str) -> bool:
-        return self.whole is not None and not self.whole(text)
+    def skipped(self, text: str, language: str = "en") -> tuple[str, ...]:
+        """The components ``text`` goes without: none, the NER, or all (its tokens only)."""
+        if self.entities is None or self.entities(text):
+            return ()
+        if self.lemmas is not None and self.lemmas(text):
+            return (_NER,)
+        return tuple(self.nlp[language].pipe_names)
 
     def process_text(self, text: str, language: str) -> NlpArtifacts:
-        nlp = self.nlp[language]
-        return self._doc_to_nlp_artifact(nlp.make_doc(text) if self.tokens_only(text) else nlp(text), language)
+        return self._doc_to_nlp_artifact(self.nlp[language](text, disable=self.skipped(text, language)), language)
 
     def process_batch(  # type: ignore[override]
         self, texts: Sequence[str], language: str, batch_size: int = 1, n_process: int = 1, as_tuples: bool = False
     ) -> Iterator[tuple[str, NlpArtifacts]]:
-        if self.whole is None or as_tuples or n_process != 1:
+        if self.entities is None or as_tuples or n_process != 1:
             yield from super().process_batch(texts, language, batch_size, n_process, as_tuples)
             return
         nlp, stream, size = self.nlp[language], iter(texts), max(batch_size, 1)
         while chunk := [str(text) for text in islice(stream, size)]:
-            whole = [i for i, text in enumerate(chunk) if not self.tokens_only(text)]
-            docs = dict(zip(whole, nlp.pipe([chunk[i] for i in whole], batch_size=size), strict=True))
+            groups: dict[tuple[str, ...], list[int]] = {}
             for i, text in enumerate(chunk):
-                doc = docs[i] if i in docs else nlp.make_doc(text)
+                groups.setdefault(self.skipped(text, language), []).append(i)
+            docs: list[Any] = [None] * len(chunk)
+            for skipped, indices in groups.items():
+                piped = nlp.pipe([chunk[i] for i in indices], batch_size=size, disable=list(skipped))
+                for i, doc in zip(indices, piped, strict=True):
+                    docs[i] = doc
+            for doc in docs:
                 yield doc.text, self._doc_to_nlp_artifact(doc, language)
 
     def completed(self, artifacts: NlpArtifacts, language: str = "en") -> NlpArtifacts:
