@@ -91,7 +91,7 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
         nlp_engine = OnDemandSpacyEngine(
             models=[{"lang_code": "en", "model_name": SPACY_MODEL}],
             entities=_mentions_birth if on_demand else None,
-            lemmas=_DIGIT_OR_AT.search if on_demand else None,
+            lemmas=_may_read_context if on_demand else None,
         )
         nlp_engine.load()
     except OSError as exc:
@@ -112,6 +112,10 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
 
 def _mentions_birth(text: str) -> bool:
     return _BIRTH_ANYWHERE.search(text) is not None
+
+
+def _may_read_context(text: str) -> bool:
+    return _DIGIT_OR_AT.search(text) is not None
 
 
 def _data_path(name: str) -> Path:

@@ -2,9 +2,10 @@
 
 With the tagger judging names and its head finding addresses, spaCy's entities count only as a birth date's
 DATE_TIME, and its tagger and lemmatizer serve only Presidio's context rule, which reads the lemmas around a match
-of a recognizer with context words. So a text without a birth word is only tokenized, and its lemmas are made when
-such a match needs them: the same detections (``tests/detectors/test_spacy_engine.py`` checks them against the
-engine that runs it all), without most of spaCy's CPU on texts that hold no such match.
+of a recognizer with context words. So a text without a birth word goes without the NER, and one that also holds no
+likely such match (no digit or @) gets its tokens only, its lemmas made if a match needs them after all: the same
+detections (``tests/detectors/test_spacy_engine.py`` checks them against the engine that runs it all), without most
+of spaCy's CPU on most real text.
 """
 
 from __future__ import annotations
