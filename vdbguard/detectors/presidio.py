@@ -82,11 +82,12 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
         from presidio_analyzer import AnalyzerEngine
 
         from vdbguard.detectors.recognizers import registry
+        from vdbguard.detectors.recognizers.word_list import READS_ENTITIES
         from vdbguard.detectors.spacy_engine import LemmasOnDemandEnhancer, OnDemandSpacyEngine
 
     _offline_tldextract()
     # spaCy's PERSON and LOCATION count without the tagger and its address head, and some name-list rules read them
-    on_demand = tagger is not None and addresses is not None and gazetteer in ("none", "every")
+    on_demand = tagger is not None and addresses is not None and gazetteer not in READS_ENTITIES
     try:
         nlp_engine = OnDemandSpacyEngine(
             models=[{"lang_code": "en", "model_name": SPACY_MODEL}],

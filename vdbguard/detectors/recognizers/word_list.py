@@ -18,6 +18,7 @@ _WORD_RUN = re.compile(r"\w+")
 # Under capitalised and agree, a text with no capital letter at all (the lower-case word soup inversion produces,
 # chat) has no case or NER evidence to read, so every listed word counts there as under every.
 GAZETTEER_RULES = ("every", "veto", "capitalised", "agree", "none")
+READS_ENTITIES = frozenset(GAZETTEER_RULES) - {"every", "none"}  # the rules that read the NER's entities
 
 
 class WordListRecognizer(EntityRecognizer):
@@ -39,7 +40,7 @@ class WordListRecognizer(EntityRecognizer):
         if self.rule == "none":
             return []
         matches = [match for match in _WORD_RUN.finditer(text) if match.group().lower() in self.words]
-        if matches and self.rule != "every":
+        if matches and self.rule in READS_ENTITIES:
             doc = getattr(nlp_artifacts, "tokens", None)
             matches = by_rule(self.rule, text, matches, () if doc is None else doc.ents)
         metadata = {
