@@ -353,14 +353,15 @@ def pad(examples: list[dict], key: str, value: int):  # -> torch.Tensor
     return out
 
 
-def installed_model(layers: int, frozen: int):  # -> torch.nn.Module
-    """The tagger's model with the installed MiniLM's weights in its encoder layers, the head untrained."""
+def installed_model(layers: int, frozen: int, weights: Path | None = None):  # -> torch.nn.Module
+    """The tagger's model with the installed MiniLM's weights (or ``weights``, ``save_examples``'s copy of them) in
+    its encoder layers, the head untrained."""
     from safetensors.torch import load_file
 
     model = T.build_model(layers)
     model.frozen = frozen
-    base = load_file(str(T.base_model_dir() / "model.safetensors"))
-    model.load_state_dict({k: v for k, v in base.items() if k in model.state_dict()}, strict=False)
+    base = load_file(str(weights or T.base_model_dir() / "model.safetensors"))
+    model.load_state_dict({k: v.float() for k, v in base.items() if k in model.state_dict()}, strict=False)
     return model
 
 
@@ -369,10 +370,11 @@ def lower_states(model, examples: list[dict], batch: int = 64) -> None:
     import torch
 
     order = sorted(range(len(examples)), key=lambda i: len(examples[i]["ids"]))
+    device = next(model.parameters()).device
     with torch.inference_mode():
         for at in range(0, len(order), batch):
             chosen = [examples[i] for i in order[at : at + batch]]
-            ids = pad(chosen, "ids", 0)
+            ids = pad(chosen, "ids", 0).to(device)
             present = ids != 0
             present[:, 0] = True
             states = model.lower(ids, attention_mask(present))
@@ -384,12 +386,13 @@ def batch_tensors(chosen: list[dict]):
     import torch
 
     length = max(len(e["ids"]) for e in chosen)
-    states = torch.zeros(len(chosen), length, 384)
-    present = torch.zeros(len(chosen), length, dtype=torch.bool)
+    device = chosen[0]["state"].device
+    states = torch.zeros(len(chosen), length, 384, device=device)
+    present = torch.zeros(len(chosen), length, dtype=torch.bool, device=device)
     for i, e in enumerate(chosen):
         states[i, : len(e["ids"])] = e["state"].float()
         present[i, : len(e["ids"])] = True
-    return states, present, pad(chosen, "features", 0), pad(chosen, "target", -100)
+    return states, present, pad(chosen, "features", 0).to(device), pad(chosen, "target", -100).to(device)
 
 
 def predict(
@@ -446,16 +449,12 @@ def objective(result: dict) -> float:
     return recall - 3 * result.get("called PERSON", 0.0) - result.get("clean text with a PERSON", 0.0)
 
 
-def train(args: argparse.Namespace) -> dict:
-    import torch
-    from safetensors.torch import save_file
+def built_examples(args: argparse.Namespace) -> list[dict]:
+    """The examples from the sources (silver, public corpora, frames), encoded; needs the train sources' packages."""
     from silver_sources import detector_real
 
     from vdbguard.detectors.lexicon import name_gazetteer
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    started = time.perf_counter()
     silver = [json.loads(line) for line in args.train.read_text(encoding="utf-8").splitlines()]
     if any(row["source"] not in TRAIN_SOURCES for row in silver):
         raise SystemExit(f"refusing: a row comes from outside the train sources {sorted(TRAIN_SOURCES)}")
@@ -472,10 +471,51 @@ def train(args: argparse.Namespace) -> dict:
     public = public_rows(args.conll, held_out)
     print(f"{len(public)} public corpus sentences", flush=True)
     rows = silver + public + framed_rows(fill, args.per_frame_register, args.seed)
-    names = name_gazetteer()
-    tokens = T.Tokens()
-    examples = encode_rows(rows, tokens, names)
-    model = installed_model(args.layers, args.layers - args.trained)
+    return encode_rows(rows, T.Tokens(), name_gazetteer())
+
+
+def save_examples(path: Path, examples: list[dict], origin: dict, layers: int) -> None:
+    """The encoded examples (what a dev score reads of their rows), their provenance and the installed encoder's
+    first ``layers`` layers in fp16 (half its size; inference itself runs bfloat16 where native): all an accelerator
+    needs to train without the train sources' packages (``--examples``)."""
+    from safetensors.torch import load_file, save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    shape = T.build_model(layers).state_dict()
+    base = load_file(str(T.base_model_dir() / "model.safetensors"))
+    save_file({k: v.half().contiguous() for k, v in base.items() if k in shape}, str(path / "encoder.safetensors"))
+    with gzip.open(path / "examples.jsonl.gz", "wt", encoding="utf-8") as out:
+        out.write(json.dumps(origin) + "\n")
+        for e in examples:
+            row, dev = e["row"], e["row"]["dev"]
+            kept = {key: row[key] for key in ("register", "source", "dev")}
+            kept |= {"spans": row["spans"], "mentions": row["mentions"]} if dev else {}
+            out.write(json.dumps({"ids": e["ids"].tolist(), "features": e["features"].tolist(), "target": e["target"],
+                                  "first": list(e["first"]), "offsets": e["offsets"] if dev else [],
+                                  "row": kept}) + "\n")  # fmt: skip
+
+
+def loaded_examples(path: Path) -> list[dict]:
+    import torch
+
+    with gzip.open(path / "examples.jsonl.gz", "rt", encoding="utf-8") as lines:
+        examples = [json.loads(line) for line in list(lines)[1:]]
+    for e in examples:
+        e["ids"], e["features"] = torch.tensor(e["ids"]), torch.tensor(e["features"])
+        e["offsets"] = [tuple(o) for o in e["offsets"]]
+    return examples
+
+
+def train(args: argparse.Namespace) -> dict:
+    import torch
+    from safetensors.torch import save_file
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    examples = loaded_examples(args.examples) if args.examples else built_examples(args)
+    base = args.examples / "encoder.safetensors" if args.examples else None
+    model = installed_model(args.layers, args.layers - args.trained, base).to(args.device)
     lower_states(model, examples)
     rng = random.Random(args.seed)
     examples += [lowered(e) for e in examples if rng.random() < args.lower]  # the same frozen states, shared
@@ -493,7 +533,7 @@ def train(args: argparse.Namespace) -> dict:
     layers = [p for n, p in model.named_parameters() if n in trained_names and not n.startswith(("head", "features"))]
     optimizer = torch.optim.AdamW([{"params": layers, "lr": args.learn_rate},
                                    {"params": fresh, "lr": args.learn_rate * 10}], weight_decay=0.01)  # fmt: skip
-    weights = torch.tensor([1.0, args.name_weight, args.name_weight])
+    weights = torch.tensor([1.0, args.name_weight, args.name_weight], device=args.device)
     rates = [group["lr"] for group in optimizer.param_groups]
     average = {n: p.detach().clone() for n, p in model.named_parameters() if n in trained_names and args.average}
     trained_from = time.perf_counter()
@@ -512,8 +552,9 @@ def train(args: argparse.Namespace) -> dict:
                                                      ignore_index=-100)  # fmt: skip
             optimizer.zero_grad()
             loss.backward()
-            if args.decay:  # linear over the time box
-                left = max(0.05, (deadline - time.perf_counter()) / (deadline - trained_from))
+            if args.decay:  # linear over the time box or the step budget, whichever ends first
+                left = (deadline - time.perf_counter()) / (deadline - trained_from)
+                left = max(0.05, min(left, 1 - step / args.steps))
                 for group, rate in zip(optimizer.param_groups, rates, strict=True):
                     group["lr"] = rate * left
             optimizer.step()
@@ -528,7 +569,7 @@ def train(args: argparse.Namespace) -> dict:
                 model.eval()
                 with averaged(model, average):
                     by_bias = dev_by_bias(model, dev_set, args.outside_biases)
-                    state = {n: p.detach().half() for n, p in model.named_parameters() if n in trained_names}
+                    state = {n: p.detach().half().cpu() for n, p in model.named_parameters() if n in trained_names}
                 bias = max(by_bias, key=lambda b: objective(by_bias[b]))
                 dev, mark = by_bias[bias], objective(by_bias[bias])
                 history.append({"step": step, "loss": round(loss.item(), 4), "objective": round(mark, 4),
@@ -617,7 +658,7 @@ def corpus_digest(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--train", type=Path, help="the silver JSONL (not with --examples)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-detector-real"))
     parser.add_argument("--conll", type=Path, nargs="*", default=[], help="public NER corpora in CoNLL columns")
     parser.add_argument(
@@ -643,9 +684,25 @@ def main() -> None:
                         help="log-odds added to 'outside' at decoding; dev chooses one per checkpoint")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="where to train: cpu, or cuda on an accelerator")
+    parser.add_argument("--save-examples", type=Path, metavar="FOLDER",
+                        help="write the encoded examples and the encoder there for --examples, and stop")  # fmt: skip
+    parser.add_argument("--examples", type=Path, metavar="FOLDER",
+                        help="train on --save-examples' folder: no train sources' packages needed")  # fmt: skip
     parser.add_argument("--score", type=Path, help="score this trained tagger's folder on dev at --outside-biases")
     args = parser.parse_args()
-    origin = provenance(args.train, args.conll)  # the inputs as read, before a long run in which they could move
+    if not (args.train or args.examples):
+        parser.error("give --train, or --examples from a --save-examples run")
+    if args.examples:
+        with gzip.open(args.examples / "examples.jsonl.gz", "rt", encoding="utf-8") as lines:
+            origin = json.loads(next(lines))
+    else:  # the inputs as read, before a long run in which they could move
+        origin = provenance(args.train, args.conll)
+    if args.save_examples:
+        origin["examples_written_by"] = " ".join(["python", *sys.argv])
+        save_examples(args.save_examples, built_examples(args), origin, args.layers)
+        print(f"-> {args.save_examples}")
+        return
     report = {"command": " ".join(["python", *sys.argv]), **train(args)}
     if args.score:
         for bias, dev in report["by_bias"].items():

@@ -92,7 +92,7 @@ class Bert(nn.Module):
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         emb = self.embeddings
-        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
         x = emb.word_embeddings(ids) + emb.position_embeddings(positions) + emb.token_type_embeddings.weight[0]
         return emb.LayerNorm(x)
 
