@@ -63,6 +63,21 @@ def test_a_birth_date_is_a_date_beside_a_birth_word_not_any_time(detector: Presi
     assert [d.pii_type for d in old] == [PiiType.DATE_OF_BIRTH]  # version 6 as it was
 
 
+def test_a_birth_word_counts_only_whole(detector: PresidioDetector) -> None:
+    """The date's window ends inside "Dobong-gu", which a slice would cut to "Dob" (before version 10)."""
+    assert PiiType.DATE_OF_BIRTH not in types_in(detector, "The library opened on 4 May 2020, Dobong-gu's first.")
+    assert PiiType.DATE_OF_BIRTH in types_in(detector, "Opened 4 May 2020, DOB of the founder.")
+
+
+def test_a_short_number_is_a_phone_only_after_a_phone_word(detector: PresidioDetector) -> None:
+    """python-phonenumbers takes 4 to 6 digits as a valid German number: ids in tickets were PHONE before version 10."""
+    for text in ("Order #16969 shipped on Monday.", "Build 16423 failed twice.", "Case 1690 is closed."):
+        assert PiiType.PHONE not in types_in(detector, text), text
+        assert PiiType.PHONE in types_in(PresidioNerDetector(), text), text  # version 6 as it was
+    for text in ("Reach me on phone: 16969.", "Call +49 30 1234567 after five.", "Her mobile is 0151 2345678."):
+        assert PiiType.PHONE in types_in(detector, text), text
+
+
 def test_ordinary_text_is_clean(detector: PresidioDetector) -> None:
     assert types_in(detector, "The printer on the third floor keeps jamming after the update.") == set()
 
@@ -121,7 +136,7 @@ def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
 def test_versions_5_and_6_stay_selectable(detector: PresidioDetector) -> None:
     """The installed pipeline's own NER and every listed word, as version 5 found them; version 6 by its name."""
     old = PresidioSmDetector()
-    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 9]
+    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 10]
     assert PresidioNerDetector().identity() == ["presidio-ner", 6]
     assert old.analyzer is not detector.analyzer
     text = "Looking tired, Oksana Wrzesińska closed the ticket."  # a name on no list, where a sentence puts one

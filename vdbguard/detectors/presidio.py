@@ -27,8 +27,6 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
 # Presidio's built-in recognizers with context words (phones, cards, SSNs, accounts, dates, emails) match only here
 _DIGIT_OR_AT = re.compile(r"[0-9@]")
-# Any text where _BIRTH_CONTEXT can match: it searches a slice around a date, whose edges may cut a word in two
-_BIRTH_ANYWHERE = re.compile(r"born|dob|d\.o\.b|birth", re.IGNORECASE)
 # a birth date names a day, a month or a year: "this morning" beside "DOB not on file" is when, not a birth date
 _CALENDAR = re.compile(r"\d|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
 # A place name alone ("Sudan", "northern England") is not PII; one in a postal address is. spaCy tags both
@@ -112,7 +110,12 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
 
 
 def _mentions_birth(text: str) -> bool:
-    return _BIRTH_ANYWHERE.search(text) is not None
+    return _BIRTH_CONTEXT.search(text) is not None
+
+
+def _birth_word_within(text: str, start: int, end: int) -> bool:
+    """A whole birth word in or across ``text[start:end]``: a slice's edge would cut "Dobong-gu" to "dob"."""
+    return any(match.start() < end and start < match.end() for match in _BIRTH_CONTEXT.finditer(text))
 
 
 def _may_read_context(text: str) -> bool:
@@ -171,13 +174,17 @@ class PresidioDetector(Detector):
     # 6: the NER trained for PERSON on real text (PERSON_NER), the name list by the rule in ``gazetteer``;
     # 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) alone calls a person, reading the name list as a
     # feature; spaCy's NER (version 6's weights) keeps places and dates; 8: a birth date names a day, a month or a year;
-    # 9: the tagger's address head finds postal addresses, spaCy's places near a street word no longer count
-    version: ClassVar[int] = 9
+    # 9: the tagger's address head finds postal addresses, spaCy's places near a street word no longer count;
+    # 10: a phone number of fewer than 7 digits needs a phone word before it, a birth word counts only whole
+    version: ClassVar[int] = 10
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
     addresses: ClassVar[str | None] = "address-tagger"  # its address head; None: spaCy's places near a street word
     calendar_birth_dates: ClassVar[bool] = True  # False: any time beside a birth word is a birth date (before 8)
+    # a phone number needs as many digits unless a phone word stands before it: "Order #16969" and "Build 16423" are
+    # valid German numbers to python-phonenumbers (0: any valid number, before 10)
+    bare_phone_digits: ClassVar[int] = 7
     uses_torch: ClassVar[bool] = True
     max_chars: ClassVar[int | None] = MAX_CHARS
     accepts_settings: ClassVar[bool] = True
@@ -254,6 +261,14 @@ class PresidioDetector(Detector):
             ad_hoc_recognizers=self._ad_hoc,
         )
 
+    def _bare_short_number(self, text: str, result: Any) -> bool:
+        """Fewer digits than ``bare_phone_digits`` and no phone word before them: Presidio's context rule raises a
+        phone number's score above its recognizer's own when one stands there."""
+        from vdbguard.detectors.recognizers.phone import DigitGatedPhoneRecognizer  # presidio: loaded by now
+
+        digits = sum(character.isdigit() for character in text[result.start : result.end])
+        return digits < self.bare_phone_digits and result.score <= DigitGatedPhoneRecognizer.SCORE
+
     @staticmethod
     def _near_a_street(text: str, result: Any) -> bool:
         return bool(_STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]))
@@ -263,12 +278,13 @@ class PresidioDetector(Detector):
         for result in results:
             entity = result.entity_type
             if entity == "DATE_TIME":
-                window = text[max(0, result.start - 30) : result.end + 5]
-                birth = _BIRTH_CONTEXT.search(window) and (
+                birth = _birth_word_within(text, result.start - 30, result.end + 5) and (
                     not self.calendar_birth_dates or _CALENDAR.search(text[result.start : result.end])
                 )
                 entity = "DATE_OF_BIRTH" if birth else entity
             elif entity == "LOCATION" and (self.addresses is not None or not self._near_a_street(text, result)):
+                continue
+            elif entity == "PHONE_NUMBER" and self._bare_short_number(text, result):
                 continue
             pii_type = pii_type_of(entity)
             if pii_type is None or result.score < self.min_score:
@@ -294,6 +310,7 @@ class PresidioNerDetector(PresidioDetector):
     name: ClassVar[str] = "presidio-ner"
     version: ClassVar[int] = 6
     calendar_birth_dates: ClassVar[bool] = False
+    bare_phone_digits: ClassVar[int] = 0
     # "agree" (the NER alone, bar word soup) cut false people from 0.19 to 0.05 on real text but lost the single
     # surnames of glosses and credits ("Milton"), which redaction would then embed
     gazetteer: ClassVar[str] = "every"
