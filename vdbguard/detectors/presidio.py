@@ -261,6 +261,12 @@ class PresidioDetector(Detector):
             ad_hoc_recognizers=self._ad_hoc,
         )
 
+    def _dropped(self, entity: str, text: str, result: Any) -> bool:
+        """A place (where the address head judges addresses, or with no street near it), or a bare short number."""
+        if entity == "LOCATION":
+            return self.addresses is not None or not self._near_a_street(text, result)
+        return entity == "PHONE_NUMBER" and self._bare_short_number(text, result)
+
     def _bare_short_number(self, text: str, result: Any) -> bool:
         """Fewer digits than ``bare_phone_digits`` and no phone word before them: Presidio's context rule raises a
         phone number's score above its recognizer's own when one stands there."""
@@ -282,9 +288,7 @@ class PresidioDetector(Detector):
                     not self.calendar_birth_dates or _CALENDAR.search(text[result.start : result.end])
                 )
                 entity = "DATE_OF_BIRTH" if birth else entity
-            elif entity == "LOCATION" and (self.addresses is not None or not self._near_a_street(text, result)):
-                continue
-            elif entity == "PHONE_NUMBER" and self._bare_short_number(text, result):
+            elif self._dropped(entity, text, result):
                 continue
             pii_type = pii_type_of(entity)
             if pii_type is None or result.score < self.min_score:
