@@ -1,9 +1,17 @@
-"""The learned PERSON tagger (issue #53 item 1): MiniLM's top layers, a word feature and a head, trained on the CPU.
+"""The learned PERSON tagger (issue #53 item 1): MiniLM's top layers, a word feature and a head, trained on the CPU or an accelerator.
 
     OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/tagger/train.jsonl
     python pipelines/train_person_tagger.py --train /tmp/tagger/train.jsonl --layers 4 --trained 2 --steps 2790 \\
         --minutes 90 --conll pipelines/corpora/btc.{train,dev,test}.gz pipelines/corpora/wnut17.{dev,test}.gz \\
         --out vdbguard/data/person-tagger
+
+On an accelerator, the examples are built here (the train sources' packages, spaCy, Faker) and trained there from
+a folder holding only them and the encoder's first layers (on one H200, five trainers side by side took 10,000 steps
+ each in 5 minutes):
+
+    python pipelines/train_person_tagger.py --train T.jsonl --layers 4 --conll ... --save-examples build/tagger
+    python pipelines/train_person_tagger.py --examples build/tagger --device cuda --layers 4 --trained 4 \\
+        --steps 10000 --decay --outside-biases -1 0 0.5 1 2 3 --out build/tagger/out
 
 The shipped tagger trained 2,790 steps, all its 22-minute box allowed on an idle machine; the step budget rebuilds it
 alike on a busy one (in the same box beside another trainer it reached 844 steps).
@@ -361,6 +369,9 @@ def installed_model(layers: int, frozen: int, weights: Path | None = None):  # -
     model = T.build_model(layers)
     model.frozen = frozen
     base = load_file(str(weights or T.base_model_dir() / "model.safetensors"))
+    missing = [k for k in model.state_dict() if k.startswith(("embeddings.", "encoder.")) and k not in base]
+    if missing:
+        raise SystemExit(f"{weights} lacks {missing[0]}: --save-examples again with --layers {layers}")
     model.load_state_dict({k: v.float() for k, v in base.items() if k in model.state_dict()}, strict=False)
     return model
 
