@@ -1,4 +1,4 @@
-"""The learned PERSON tagger (issue #53 item 1): MiniLM's top layers, a word feature and a head, trained on the CPU or an accelerator.
+"""The learned PERSON tagger (issue #53 item 1): MiniLM's top layers, a word feature and a head, trained on the CPU.
 
     OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/tagger/train.jsonl
     python pipelines/train_person_tagger.py --train /tmp/tagger/train.jsonl --layers 4 --trained 2 --steps 2790 \\
@@ -6,8 +6,8 @@
         --out vdbguard/data/person-tagger
 
 On an accelerator, the examples are built here (the train sources' packages, spaCy, Faker) and trained there from
-a folder holding only them and the encoder's first layers (on one H200, five trainers side by side took 10,000 steps
- each in 5 minutes):
+a folder holding only them and the encoder's first layers (five trainers side by side on one H200: 10,000 steps each
+in 5 minutes):
 
     python pipelines/train_person_tagger.py --train T.jsonl --layers 4 --conll ... --save-examples build/tagger
     python pipelines/train_person_tagger.py --examples build/tagger --device cuda --layers 4 --trained 4 \\
