@@ -142,6 +142,36 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
     assert scored[0.0]["objective"] > scored[50.0]["objective"]
 
 
+def test_the_tagger_trainer_saves_what_a_gpu_trains_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--save-examples`` then ``--examples``: the encoded examples come back as written, and the encoder's fp16
+    copy gives the installed weights' frozen states to fp16's precision; a copy of fewer layers is refused."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    from vdbguard.detectors import tagger as T
+    from vdbguard.detectors.lexicon import name_gazetteer
+
+    rows = [{"text": "Thanks to Ana Souza for the patch.", "register": "frame-credit", "mentions": [], "dev": True,
+             "source": "frames", "spans": [{"start": 10, "end": 19, "label": "PERSON"}]},
+            {"text": "The parser was rewritten.", "register": "clean-sentence", "mentions": [], "dev": False,
+             "source": "frames", "spans": []}]  # fmt: skip
+    examples = trainer.encode_rows(rows, T.Tokens(), name_gazetteer())
+    trainer.save_examples(tmp_path, examples, {"silver": "x"}, layers=4)
+    loaded = trainer.loaded_examples(tmp_path)
+    for before, after in zip(examples, loaded, strict=True):
+        assert torch.equal(before["ids"], after["ids"]) and torch.equal(before["features"], after["features"])
+        assert before["target"] == after["target"] and list(before["first"]) == after["first"]
+    assert loaded[0]["offsets"] == examples[0]["offsets"] and loaded[1]["offsets"] == []  # dev rows only
+    copied, installed = trainer.installed_model(4, 2, tmp_path / "encoder.safetensors"), trainer.installed_model(4, 2)
+    trainer.lower_states(copied, loaded)
+    trainer.lower_states(installed, examples)
+    for after, before in zip(loaded, examples, strict=True):
+        assert torch.allclose(after["state"].float(), before["state"].float(), rtol=0.02, atol=0.02)
+    with pytest.raises(SystemExit, match="--layers 6"):
+        trainer.installed_model(6, 4, tmp_path / "encoder.safetensors")
+
+
 def test_the_address_trainer_labels_an_addresss_words_begin_then_inside_in_the_texts_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
