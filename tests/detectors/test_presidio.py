@@ -70,11 +70,12 @@ def test_a_birth_word_counts_only_whole(detector: PresidioDetector) -> None:
 
 
 def test_a_short_number_is_a_phone_only_after_a_phone_word(detector: PresidioDetector) -> None:
-    """python-phonenumbers takes 4 to 6 digits as a valid German number: ids in tickets were PHONE before version 10."""
-    for text in ("Order #16969 shipped on Monday.", "Build 16423 failed twice.", "Case 1690 is closed."):
+    """python-phonenumbers takes 4 to 6 digits as a valid German number: ids in tickets were PHONE before version 10.
+    "call" counts though Presidio's context rule never reads it (a spaCy stop word); "number" alone does not."""
+    for text in ("Order #16969 shipped on Monday.", "Build 16423 failed twice.", "Order number 16969 is late."):
         assert PiiType.PHONE not in types_in(detector, text), text
         assert PiiType.PHONE in types_in(PresidioNerDetector(), text), text  # version 6 as it was
-    for text in ("Reach me on phone: 16969.", "Call +49 30 1234567 after five.", "Her mobile is 0151 2345678."):
+    for text in ("Reach me on phone: 16969.", "Please call 16969.", "Her mobile is 0151 2345678."):
         assert PiiType.PHONE in types_in(detector, text), text
 
 

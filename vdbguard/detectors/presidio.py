@@ -27,6 +27,9 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 _BIRTH_CONTEXT = re.compile(r"\b(born|dob|d\.o\.b|birth|birthday)\b", re.IGNORECASE)
 # Presidio's built-in recognizers with context words (phones, cards, SSNs, accounts, dates, emails) match only here
 _DIGIT_OR_AT = re.compile(r"[0-9@]")
+# Presidio's phone context words less "number" ("Order number 16969"), with "call", a spaCy stop word its context
+# rule never reads, "tel" and "fax": a short number is a phone only after one of them
+_PHONE_WORD = re.compile(r"\b(phone|telephone|tel|cell|cellphone|mobile|call|fax)\b", re.IGNORECASE)
 # a birth date names a day, a month or a year: "this morning" beside "DOB not on file" is when, not a birth date
 _CALENDAR = re.compile(r"\d|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
 # A place name alone ("Sudan", "northern England") is not PII; one in a postal address is. spaCy tags both
@@ -268,12 +271,12 @@ class PresidioDetector(Detector):
         return entity == "PHONE_NUMBER" and self._bare_short_number(text, result)
 
     def _bare_short_number(self, text: str, result: Any) -> bool:
-        """Fewer digits than ``bare_phone_digits`` and no phone word before them: Presidio's context rule raises a
-        phone number's score above its recognizer's own when one stands there."""
-        from vdbguard.detectors.recognizers.phone import DigitGatedPhoneRecognizer  # presidio: loaded by now
-
+        """Fewer digits than ``bare_phone_digits`` and no phone word in the 40 characters before them."""
         digits = sum(character.isdigit() for character in text[result.start : result.end])
-        return digits < self.bare_phone_digits and result.score <= DigitGatedPhoneRecognizer.SCORE
+        before = result.start - 40
+        return digits < self.bare_phone_digits and not any(
+            before < match.end() <= result.start for match in _PHONE_WORD.finditer(text)
+        )
 
     @staticmethod
     def _near_a_street(text: str, result: Any) -> bool:
