@@ -116,9 +116,9 @@ def _mentions_birth(text: str) -> bool:
     return _BIRTH_CONTEXT.search(text) is not None
 
 
-def _birth_word_within(text: str, start: int, end: int) -> bool:
-    """A whole birth word in or across ``text[start:end]``: a slice's edge would cut "Dobong-gu" to "dob"."""
-    return any(match.start() < end and start < match.end() for match in _BIRTH_CONTEXT.finditer(text))
+def _word_within(words: re.Pattern[str], text: str, start: int, end: int) -> bool:
+    """A whole word of ``words`` in or across ``text[start:end]``: a slice's edge would cut "Dobong-gu" to "dob"."""
+    return any(match.start() < end and start < match.end() for match in words.finditer(text))
 
 
 def _may_read_context(text: str) -> bool:
@@ -273,10 +273,7 @@ class PresidioDetector(Detector):
     def _bare_short_number(self, text: str, result: Any) -> bool:
         """Fewer digits than ``bare_phone_digits`` and no phone word in the 40 characters before them."""
         digits = sum(character.isdigit() for character in text[result.start : result.end])
-        before = result.start - 40
-        return digits < self.bare_phone_digits and not any(
-            before < match.end() <= result.start for match in _PHONE_WORD.finditer(text)
-        )
+        return digits < self.bare_phone_digits and not _word_within(_PHONE_WORD, text, result.start - 40, result.start)
 
     @staticmethod
     def _near_a_street(text: str, result: Any) -> bool:
@@ -287,7 +284,7 @@ class PresidioDetector(Detector):
         for result in results:
             entity = result.entity_type
             if entity == "DATE_TIME":
-                birth = _birth_word_within(text, result.start - 30, result.end + 5) and (
+                birth = _word_within(_BIRTH_CONTEXT, text, result.start - 30, result.end + 5) and (
                     not self.calendar_birth_dates or _CALENDAR.search(text[result.start : result.end])
                 )
                 entity = "DATE_OF_BIRTH" if birth else entity
