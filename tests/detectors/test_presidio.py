@@ -69,6 +69,14 @@ def test_a_birth_word_counts_only_whole(detector: PresidioDetector) -> None:
     assert PiiType.DATE_OF_BIRTH in types_in(detector, "Opened 4 May 2020, DOB of the founder.")
 
 
+def test_a_street_word_counts_only_whole() -> None:
+    """Version 6 keeps a place as an ADDRESS only near a street; its window began inside "Crest", read as "st"."""
+    text = "Lunch at Crest, then a slow walk took the men on to Paris."
+    assert text[text.index("Paris") - 40 :].startswith("st,")
+    assert PiiType.ADDRESS not in types_in(PresidioNerDetector(), text)
+    assert PiiType.ADDRESS in types_in(PresidioNerDetector(), "We walked down Main Street to Paris.")
+
+
 def test_a_short_number_is_a_phone_only_after_a_phone_word(detector: PresidioDetector) -> None:
     """python-phonenumbers takes 4 to 6 digits as a valid German number: ids in tickets were PHONE before version 10.
     "call" counts though Presidio's context rule never reads it (a spaCy stop word); "number" alone does not."""

@@ -277,7 +277,7 @@ class PresidioDetector(Detector):
 
     @staticmethod
     def _near_a_street(text: str, result: Any) -> bool:
-        return bool(_STREET_CONTEXT.search(text[max(0, result.start - 40) : result.end + 20]))
+        return _word_within(_STREET_CONTEXT, text, result.start - 40, result.end + 20)
 
     def _detections(self, text: str, offset: int, results: Sequence[Any]) -> list[Detection]:
         detections = []
