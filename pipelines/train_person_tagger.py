@@ -63,6 +63,7 @@ FRAMES_FILE = Path(__file__).resolve().parent / "person_frames.json"
 FRAMES: dict[str, list[str]] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["frames"]
 TITLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["titles"]
 ROLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["roles"]
+GLOSS_FRAMES_FILE = FRAMES_FILE.with_name("person_gloss_frames.json")  # --gloss-frames: more registers, same slots
 
 
 class Fill:
@@ -118,10 +119,11 @@ class Fill:
             at = end + 1
 
 
-def framed_rows(fill: Fill, per_register: int, seed: int) -> list[dict]:
+def framed_rows(fill: Fill, per_register: int, seed: int, glosses: bool = False) -> list[dict]:
     rng = random.Random(seed)
     rows = []
-    for register, frames in FRAMES.items():
+    extra = json.loads(GLOSS_FRAMES_FILE.read_text(encoding="utf-8"))["frames"] if glosses else {}
+    for register, frames in (FRAMES | extra).items():
         for i in range(per_register):
             dev = i % 10 == 0
             made = fill.text(rng.choice(frames), dev)
@@ -446,7 +448,9 @@ def dev_scores(found: list[list[tuple[int, int]]], examples: list[dict]) -> dict
         for mention in row["mentions"]:
             if mention["label"] in ("place", "organisation", "product", "technical"):
                 count("called PERSON", any(overlapping((mention["start"], mention["end"]), p) for p in people))
-        if row["register"] in ("clean-sentence", "frame-negative", "product-line", "contact-block"):
+        if row["register"] in ("clean-sentence", "product-line", "contact-block") or row["register"].startswith(
+            "frame-negative"
+        ):
             count("clean text with a PERSON", bool(people))
     result = {key: round(h / n, 4) for key, (h, n) in sorted(hits.items())}
     return result | {f"{key} n": n for key, (_, n) in hits.items()}
@@ -481,7 +485,7 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
         held_out = {detector_real.norm(lemma) for _, lemmas, _ in instances for lemma in lemmas}
     public = public_rows(args.conll, held_out)
     print(f"{len(public)} public corpus sentences", flush=True)
-    rows = silver + public + framed_rows(fill, args.per_frame_register, args.seed)
+    rows = silver + public + framed_rows(fill, args.per_frame_register, args.seed, args.gloss_frames)
     return encode_rows(rows, T.Tokens(), name_gazetteer())
 
 
@@ -647,7 +651,7 @@ def frames_digest() -> str:
     return hashlib.sha256(FRAMES_FILE.read_bytes()).hexdigest()[:16]
 
 
-def provenance(silver: Path, corpora: list[Path]) -> dict:
+def provenance(silver: Path, corpora: list[Path], glosses: bool) -> dict:
     """What the tagger was trained over and with: the encoder's weights, the featurisation, the frames and the
     silver data (``tests/detectors/test_tagger.py`` checks the first three against the installed project)."""
     from importlib.metadata import version
@@ -658,7 +662,9 @@ def provenance(silver: Path, corpora: list[Path]) -> dict:
             "base_weights": T.base_weights_hash(), "labels": list(T.LABELS),
             "featurisation": T.featurisation(name_gazetteer()), "frames": frames_digest(),
             "silver": hashlib.sha256(silver.read_bytes()).hexdigest()[:16],
-            "public_corpora": {path.name: corpus_digest(path) for path in corpora}}  # fmt: skip
+            "public_corpora": {path.name: corpus_digest(path) for path in corpora}} | (
+        {"gloss_frames": hashlib.sha256(GLOSS_FRAMES_FILE.read_bytes()).hexdigest()[:16]} if glosses else {}
+    )  # fmt: skip
 
 
 def corpus_digest(path: Path) -> str:
@@ -677,6 +683,8 @@ def main() -> None:
         action="store_true",
         help="leave out public sentences naming a WordNet instance (a famous person, place or work)",
     )
+    parser.add_argument("--gloss-frames", action="store_true",
+                        help=f"also {GLOSS_FRAMES_FILE.name}'s registers: people's and things' glosses")  # fmt: skip
     parser.add_argument("--out", type=Path, default=T.TAGGER_DIR)
     parser.add_argument("--layers", type=int, default=6, help="encoder layers kept (of 6)")
     parser.add_argument("--trained", type=int, default=2, help="top layers trained")
@@ -708,7 +716,7 @@ def main() -> None:
         with gzip.open(args.examples / "examples.jsonl.gz", "rt", encoding="utf-8") as lines:
             origin = json.loads(next(lines))
     else:  # the inputs as read, before a long run in which they could move
-        origin = provenance(args.train, args.conll)
+        origin = provenance(args.train, args.conll, args.gloss_frames)
     if args.save_examples:
         origin["examples_written_by"] = " ".join(["python", *sys.argv])
         save_examples(args.save_examples, built_examples(args), origin, args.layers)
