@@ -647,8 +647,8 @@ def trained_param(name: str, frozen: int) -> bool:
     return name.startswith("encoder.layer.") and int(name.split(".")[2]) >= frozen
 
 
-def frames_digest() -> str:
-    return hashlib.sha256(FRAMES_FILE.read_bytes()).hexdigest()[:16]
+def frames_digest(path: Path = FRAMES_FILE) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def provenance(silver: Path, corpora: list[Path], glosses: bool) -> dict:
@@ -663,8 +663,7 @@ def provenance(silver: Path, corpora: list[Path], glosses: bool) -> dict:
             "featurisation": T.featurisation(name_gazetteer()), "frames": frames_digest(),
             "silver": hashlib.sha256(silver.read_bytes()).hexdigest()[:16],
             "public_corpora": {path.name: corpus_digest(path) for path in corpora}} | (
-        {"gloss_frames": hashlib.sha256(GLOSS_FRAMES_FILE.read_bytes()).hexdigest()[:16]} if glosses else {}
-    )  # fmt: skip
+        {"gloss_frames": frames_digest(GLOSS_FRAMES_FILE)} if glosses else {})  # fmt: skip
 
 
 def corpus_digest(path: Path) -> str:

@@ -124,6 +124,30 @@ def test_the_public_corpora_kept_here_are_the_ones_their_readme_names_and_read_a
         assert sum(len(row["spans"]) for row in rows) > 100 and sum(len(row["mentions"]) for row in rows) > 100
 
 
+def test_the_tagger_trainers_gloss_frames_are_registers_of_people_and_of_clean_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--gloss-frames``: people's glosses carry a gold name, things' glosses none and count as clean text on dev;
+    without the flag neither register is made."""
+    import random
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    fill = object.__new__(trainer.Fill)  # the real filler over a small pool, without the train sources' packages
+    fill.rng, fill.things = random.Random(0), ["Lisbon", "Acme Corp", "the Rhine"]
+    fill.names, fill.firsts = ["Ana Souza", "Li Wei", "Bo Lind"], ["Ana", "Li"]
+    fill.surnames = ["Souza", "Okafor", "Lind"]
+    fill.values = SimpleNamespace(email=lambda: ("ana@example.org",))
+    rows = trainer.framed_rows(fill, 30, seed=0, glosses=True)
+    people = [row for row in rows if row["register"] == "frame-gloss"]
+    things = [row for row in rows if row["register"] == "frame-negative-gloss"]
+    assert people and things and all(row["spans"] for row in people) and not any(row["spans"] for row in things)
+    assert not any("gloss" in row["register"] for row in trainer.framed_rows(fill, 30, seed=0))
+    scores = trainer.dev_scores([[(0, 3)], []], [{"row": things[0]}, {"row": things[1]}])
+    assert scores["clean text with a PERSON"] == 0.5
+
+
 def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--score``: the shipped tagger's own weights decode its dev rows; a large outside bias leaves no name."""
     monkeypatch.syspath_prepend(str(PIPELINES))
