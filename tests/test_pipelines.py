@@ -214,11 +214,46 @@ def test_the_address_trainer_labels_an_addresss_words_begin_then_inside_in_the_t
     ]
     tagger = PersonTagger()
     assert [index for index, *_ in tagger.read([row["text"] for row in rows])] == [0, 2, 1]
-    states, labels, offsets = trainer.word_data(tagger, rows)
-    assert len(states) == len(labels) == sum(len(words) for words in offsets) and states.shape[1] == 768
+    states, labels, offsets, lengths = trainer.word_data(tagger, rows)
+    assert len(states) == len(labels) == sum(len(words) for words in offsets) == sum(lengths)
+    assert states.shape[1] == 768
     words = [long_text[s:e] for s, e in offsets[1]]
     assert words[:10] == ["Ship", "to", "12", "Oak", "Lane", ",", "Leeds", "and", "4", "Elm"]
     assert labels.tolist()[3 : 3 + 12] == [0, 0, 1, 2, 2, 2, 2, 0, 1, 2, 2, 0]
     assert labels.tolist()[:3] == labels.tolist()[3 + len(words) :] == [0, 0, 0]
     (_, _, _, alone), *_ = tagger.read([long_text], with_states=True)
     assert np.allclose(states[3 : 3 + len(words)], alone.numpy()), "each text's words meet their own states"
+
+
+def test_the_address_trainer_gives_each_word_its_neighbours_as_the_head_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Training gathers neighbours by index over all windows at once; the shipped head pads each window with zeros.
+    Both must give a word the same inputs, and never a word of the next window."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_address_tagger")
+    from vdbguard.detectors.tagger import with_neighbours
+
+    windows = [torch.arange(1, 7, dtype=torch.float32).reshape(3, 2), torch.tensor([[10.0, 20.0]])]
+    index = trainer.neighbour_index([3, 1], context=1)
+    assert index.tolist() == [[-1, 0, 1], [0, 1, 2], [1, 2, -1], [-1, 3, -1]]
+    padded = torch.cat([*windows, torch.zeros(1, 2)])
+    gathered = padded[torch.from_numpy(index)].flatten(1)
+    assert torch.equal(gathered, torch.cat([with_neighbours(w, 1) for w in windows]))
+    assert torch.equal(with_neighbours(windows[0], 0), windows[0])
+
+
+def test_the_address_trainers_dev_counts_the_characters_of_an_address_it_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A head that finds only the house number leaves the street and the postcode to be embedded: dev must see it."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_address_tagger")
+
+    text = "meet me at 9 Pamela Row, Lake Adam, S5 3WH instead"
+    address = (11, 11 + len("9 Pamela Row, Lake Adam, S5 3WH"))
+    assert trainer.coverage(text, address, [(11, 12, 0.9)]) == pytest.approx(1 / 23)
+    assert trainer.coverage(text, address, [(11, 23, 0.9), (25, address[1], 0.9)]) == 1.0
+    assert trainer.coverage(text, address, [(0, 4, 0.9)]) == 0.0

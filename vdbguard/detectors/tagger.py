@@ -267,7 +267,7 @@ class PersonTagger:
         self, texts: Sequence[str], batch_size: int = 32, with_states: bool = False
     ) -> Iterator[tuple[int, list[tuple[int, int]], list[list[float]], Any]]:
         """Per window of a text: the text's index, its words' offsets, their name-label probabilities and, with
-        ``with_states``, each word's states (the frozen layers' beside the top's, float32; else None)."""
+        ``with_states``, each word's states (the frozen part's beside the top's, float32; else None)."""
         import torch
 
         from vdbguard.embedders.bert import attention_mask
@@ -331,6 +331,7 @@ class AddressHead:
                 "retrain it: python pipelines/train_address_tagger.py",
             )
         self.outside_bias = float(self.training["outside_bias"])
+        self.context = int(self.training.get("context", 0))
         self.network = address_network(weights["hidden.weight"].shape[1], weights["hidden.weight"].shape[0])
         self.network.load_state_dict({k: v.float() for k, v in weights.items()})
         self.network.eval()
@@ -339,8 +340,19 @@ class AddressHead:
         import torch
 
         with torch.inference_mode():
-            probabilities = self.network(states).softmax(-1).tolist()
+            probabilities = self.network(with_neighbours(states, self.context)).softmax(-1).tolist()
         return spans_of(probabilities, offsets, self.outside_bias)
+
+
+def with_neighbours(states: Any, context: int) -> Any:
+    """Each word's states beside those of the ``context`` words on either side (zeros past a window's edge): a word
+    alone cannot tell "Pamela" of "9 Pamela Row" from a woman's name, its neighbours can."""
+    import torch
+
+    if not context:
+        return states
+    padded = torch.nn.functional.pad(states, (0, 0, context, context))
+    return torch.cat([padded[shift : shift + len(states)] for shift in range(2 * context + 1)], -1)
 
 
 def address_network(inputs: int, hidden: int) -> Any:  # -> torch.nn.Module
