@@ -145,7 +145,7 @@ def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
 def test_versions_5_and_6_stay_selectable(detector: PresidioDetector) -> None:
     """The installed pipeline's own NER and every listed word, as version 5 found them; version 6 by its name."""
     old = PresidioSmDetector()
-    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 10]
+    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 11]
     assert PresidioNerDetector().identity() == ["presidio-ner", 6]
     assert old.analyzer is not detector.analyzer
     text = "Looking tired, Oksana Wrzesińska closed the ticket."  # a name on no list, where a sentence puts one

@@ -178,8 +178,9 @@ class PresidioDetector(Detector):
     # 7: the learned PERSON tagger (``vdbguard.detectors.tagger``) alone calls a person, reading the name list as a
     # feature; spaCy's NER (version 6's weights) keeps places and dates; 8: a birth date names a day, a month or a year;
     # 9: the tagger's address head finds postal addresses, spaCy's places near a street word no longer count;
-    # 10: a phone number of fewer than 7 digits needs a phone word before it, a birth word counts only whole
-    version: ClassVar[int] = 10
+    # 10: a phone number of fewer than 7 digits needs a phone word before it, a birth word counts only whole;
+    # 11: the tagger's four layers trained on an accelerator, people's and things' glosses among its frames
+    version: ClassVar[int] = 11
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
