@@ -185,3 +185,12 @@ def test_the_address_head_finds_an_address_whose_street_is_a_name_past_its_house
     text = "Text from Clare: running late, meet me at 9 Pamela Row, Lake Adam, S5 3WH instead."
     (found,) = [[text[s:e] for s, e, _ in tagged.addresses] for tagged in with_addresses.tag([text])]
     assert len(found) == 1 and found[0].startswith("9 Pamela Row, Lake Adam"), found
+
+
+def test_an_address_begun_twice_in_a_row_is_one_address(with_addresses: T.PersonTagger) -> None:
+    """The head may begin an address at two words in a row ("address" | "6 Monica End, ..."): one address, never the
+    lone word "address" reported as PII beside it."""
+    text = "FYI: Delivery exception for Order 2476: address 6 Monica End, Lake Johnborough not found."
+    (tagged,) = with_addresses.tag([text])
+    found = [text[s:e] for s, e, _ in tagged.addresses]
+    assert len(found) == 1 and found[0].endswith("6 Monica End, Lake Johnborough"), found

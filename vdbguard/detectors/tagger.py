@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -341,7 +342,16 @@ class AddressHead:
 
         with torch.inference_mode():
             probabilities = self.network(with_neighbours(states, self.context)).softmax(-1).tolist()
-        return spans_of(probabilities, offsets, self.outside_bias)
+        # the word after each word: every non-space character is in a word, so only spaces lie between the two
+        following = {end: next_start for (_, end), (next_start, _) in itertools.pairwise(offsets)}
+        merged: list[tuple[int, int, list[float]]] = []
+        for start, end, score in spans_of(probabilities, offsets, self.outside_bias):
+            # a span beginning at the word after another's last ("address" | "6 Monica End, ...") is the same address
+            if merged and following.get(merged[-1][1]) == start:
+                merged[-1] = (merged[-1][0], end, [*merged[-1][2], score])
+            else:
+                merged.append((start, end, [score]))
+        return [(start, end, sum(scores) / len(scores)) for start, end, scores in merged]
 
 
 def with_neighbours(states: Any, context: int) -> Any:
