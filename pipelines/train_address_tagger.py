@@ -2,6 +2,10 @@
 
     OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --write-train /tmp/tagger/train.jsonl
     python pipelines/train_address_tagger.py --train /tmp/tagger/train.jsonl --out vdbguard/data/address-tagger
+    python pipelines/train_address_tagger.py --train /tmp/tagger/train.jsonl --score OTHER_HEAD   # on today's dev
+
+The shipped head (detector version 12) is the second line's with ``--context 1 --hidden 64 128 --outside-biases 2 3 4``
+(version 11's dev chose one neighbour a side over none and two).
 
 The tagger's encoder already reads every word for names; this head reads each word's states there (its embedding or
 frozen lower layers' beside the trained top's) and its neighbours' (``--context`` words a side: "Pamela" of "9 Pamela
@@ -13,7 +17,8 @@ Data, train sources only (never an eval source, Debian package documentation or 
   ``detector_real.py --split train`` holds as contact blocks (organisation, address), half of them also placed in a
   frame of ``address_frames.json`` (tickets, notes, forms, chats); IEEE's MA-L list (``oui.txt``) is the eval register;
 - Faker addresses of the train locales (``detector_real.LOCALES["train"]``) in those frames, and as many frames holding
-  something else (a company, a date, a lone city, a phone number, "N/A"): a frame alone makes no address;
+  something else (a company, a date, a lone city, a phone number, "N/A", a person with a record's other fields): a
+  frame alone makes no address;
 - every other text of the silver JSONL as one without an address: places, countries and languages in sentences,
   pci.ids product lines, numbers swapped into sentences, credits and clean sentences.
 
@@ -83,7 +88,8 @@ def faker_addresses(count: int, seed: int) -> list[str]:
 
 def fillers(count: int, seed: int) -> list[str]:
     """What else a frame's slot can hold, none of it an address: companies, jobs, dates, lone cities and countries,
-    phone numbers, codes and placeholders (a frame must not make an address of whatever sits in it)."""
+    phone numbers, codes, placeholders, and people with a record's other fields ("Rudolf Szalai, SSN ..."): a frame
+    must not make an address of whatever sits in it."""
     from faker import Faker
     from silver_sources import detector_real as real
 
@@ -98,6 +104,8 @@ def fillers(count: int, seed: int) -> list[str]:
         lambda f: phones.phone_number(), lambda f: f.license_plate(), lambda f: f.file_name(), lambda f: f.color_name(),
         lambda f: f.catch_phrase(), lambda f: rng.choice(["N/A", "pending", "unknown", "withheld", "TBD", "on file"]),
         lambda f: f"{rng.choice(['ref', 'case', 'order', 'claim', 'ticket'])} {f.bothify('??-####').upper()}",
+        lambda f: f.name(), lambda f: f"{f.name()}, {f.email()}",
+        lambda f: f"{f.name()}, {rng.choice(['SSN', 'acct', 'card', 'd.o.b.', 'tel'])} {f.numerify('###-##-####')}",
     )  # fmt: skip
     return [rng.choice(kinds)(rng.choice(fakers)) for _ in range(count)]
 
@@ -248,6 +256,7 @@ def main() -> None:
     parser.add_argument("--faker", type=int, default=4000, help="Faker addresses placed in frames")
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--score", type=Path, help="score this trained head's folder on today's dev, at its own bias")
     args = parser.parse_args()
 
     import torch
@@ -258,8 +267,15 @@ def main() -> None:
     started = time.perf_counter()
     rows = split_rows(args.train, real.unpack(args.cache), args.faker, args.seed)
     tagger = T.PersonTagger(args.tagger)
-    x, y, _, lengths = word_data(tagger, rows["train"])
     dev_x, _, dev_offsets, dev_lengths = word_data(tagger, rows["dev"])
+    if args.score:
+        head = T.AddressHead(args.score, T.tagger_digest(args.tagger))
+        dev_near = neighbour_index(dev_lengths, head.context)
+        scored = dev_scores(head.network, dev_x, dev_near, rows["dev"], dev_offsets, [head.outside_bias])
+        for bias, result in scored.items():
+            print(f"{args.score} at bias {bias}: {result} objective {objective(result):.4f}")
+        return
+    x, y, _, lengths = word_data(tagger, rows["train"])
     print(f"{len(rows['train'])} train texts ({len(y)} words), {len(rows['dev'])} dev texts", flush=True)
     tried = []
     for context, hidden in itertools.product(args.context, args.hidden):

@@ -6,6 +6,7 @@ import pytest
 
 from vdbguard.detectors.lexicon import name_gazetteer
 from vdbguard.detectors.presidio import PresidioDetector, PresidioNerDetector, PresidioSmDetector
+from vdbguard.detectors.recognizers.titled_name import TitledNameRecognizer
 from vdbguard.pii import PiiType
 
 
@@ -145,12 +146,19 @@ def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
 def test_versions_5_and_6_stay_selectable(detector: PresidioDetector) -> None:
     """The installed pipeline's own NER and every listed word, as version 5 found them; version 6 by its name."""
     old = PresidioSmDetector()
-    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 11]
+    assert old.identity() == ["presidio-sm", 5] and detector.identity() == ["presidio", 12]
     assert PresidioNerDetector().identity() == ["presidio-ner", 6]
     assert old.analyzer is not detector.analyzer
     text = "Looking tired, Oksana Wrzesińska closed the ticket."  # a name on no list, where a sentence puts one
     assert types_in(old, text) == set()
     assert [(d.pii_type, d.value) for d in detector.detect(text)] == [(PiiType.PERSON, "Oksana Wrzesińska")]
+
+
+def test_a_titled_surname_after_technical_prose_is_a_person_since_version_12(detector: PresidioDetector) -> None:
+    """The tagger alone misses it (version 11 reported only the account); versions 5 and 6 hold no title rule."""
+    text = "See if it is time to print something. (Ms Calbo, account 12345678)"
+    assert (PiiType.PERSON, "Ms Calbo") in [(d.pii_type, d.value) for d in detector.detect(text)]
+    assert not any(isinstance(r, TitledNameRecognizer) for r in PresidioNerDetector().analyzer.registry.recognizers)
 
 
 def test_the_trained_ner_loads_over_the_installed_pipeline_of_its_version(tmp_path) -> None:

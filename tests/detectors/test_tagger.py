@@ -187,6 +187,13 @@ def test_the_address_head_finds_an_address_whose_street_is_a_name_past_its_house
     assert len(found) == 1 and found[0].startswith("9 Pamela Row, Lake Adam"), found
 
 
+def test_a_person_beside_a_records_other_fields_is_no_address(with_addresses: T.PersonTagger) -> None:
+    """Version 11's head read "Rudolf Szalai, SSN 524-" as an address, and the name went unredacted as a PERSON."""
+    text = "ViViT model - modular file inheriting transformer core from ViT. Record: Rudolf Szalai, SSN 524-71-6789."
+    (tagged,) = with_addresses.tag([text])
+    assert tagged.addresses == []
+
+
 def test_an_address_begun_twice_in_a_row_is_one_address(with_addresses: T.PersonTagger) -> None:
     """The head may begin an address at two words in a row ("address" | "6 Monica End, ..."): one address, never the
     lone word "address" reported as PII beside it."""

@@ -70,13 +70,14 @@ def _absent(module: str) -> Iterator[None]:
 
 @lru_cache(maxsize=2)
 def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
-    ner: str | None, gazetteer: str, tagger: str | None = None, addresses: str | None = None
+    ner: str | None, gazetteer: str, tagger: str | None = None, addresses: str | None = None, titles: bool = False
 ):
     """An AnalyzerEngine that never touches the network (a bare ``AnalyzerEngine()`` does). ``ner``: the NER weights
     to load over the installed pipeline's (a folder in ``vdbguard/data`` or a path; None keeps its own);
     ``gazetteer``: when a listed name counts (``word_list.GAZETTEER_RULES``); ``tagger``: the learned PERSON tagger's
     folder (in ``vdbguard/data`` or a path), which then alone calls a person: spaCy's NER keeps its other types;
-    ``addresses``: the folder of the tagger's address head, which then finds addresses."""
+    ``addresses``: the folder of the tagger's address head, which then finds addresses; ``titles``: a capitalised word
+    after a personal title is a person."""
     # torch too: Presidio imports it to look for a GPU and spaCy's thinc to offer it, and spaCy runs here on the CPU
     # without it (1.3 s of a scan that attacks a few changed records, whose attacks no longer need torch)
     with _absent("transformers"), _absent("transformers.pipelines"), _absent("torch"):
@@ -108,7 +109,7 @@ def build_analyzer(  # -> presidio_analyzer.AnalyzerEngine
     enhancer = LemmasOnDemandEnhancer(nlp_engine, ignored=frozenset({"DATE_TIME"})) if on_demand else None
     analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"], context_aware_enhancer=enhancer)
     tagger_path, addresses_path = (None if name is None else _data_path(name) for name in (tagger, addresses))
-    registry.register(analyzer, gazetteer, tagger_path, addresses_path)
+    registry.register(analyzer, gazetteer, tagger_path, addresses_path, titles)
     return analyzer
 
 
@@ -179,12 +180,14 @@ class PresidioDetector(Detector):
     # feature; spaCy's NER (version 6's weights) keeps places and dates; 8: a birth date names a day, a month or a year;
     # 9: the tagger's address head finds postal addresses, spaCy's places near a street word no longer count;
     # 10: a phone number of fewer than 7 digits needs a phone word before it, a birth word counts only whole;
-    # 11: the tagger's four layers trained on an accelerator, people's and things' glosses among its frames
-    version: ClassVar[int] = 11
+    # 11: the tagger's four layers trained on an accelerator, people's and things' glosses among its frames;
+    # 12: a capitalised word after a personal title is a person (``TitledNameRecognizer``)
+    version: ClassVar[int] = 12
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
     addresses: ClassVar[str | None] = "address-tagger"  # its address head; None: spaCy's places near a street word
+    titles: ClassVar[bool] = True  # a capitalised word after "Ms", "Dr", ... is a person (before 12: the tagger's call)
     calendar_birth_dates: ClassVar[bool] = True  # False: any time beside a birth word is a birth date (before 8)
     # a phone number needs as many digits unless a phone word stands before it: "Order #16969" and "Build 16423" are
     # valid German numbers to python-phonenumbers (0: any valid number, before 10)
@@ -198,7 +201,7 @@ class PresidioDetector(Detector):
     def __init__(self, min_score: float = cutoff, settings: DetectorSettings | None = None) -> None:
         self.min_score = min_score
         self.settings = None if settings is None or settings.is_default else settings
-        self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger, self.addresses)
+        self.analyzer = build_analyzer(self.ner, self.gazetteer, self.tagger, self.addresses, self.titles)
         from vdbguard.detectors.recognizers.person_tagger import PersonTaggerRecognizer  # presidio: loaded by now
         from vdbguard.detectors.recognizers.registry import for_identifiers
 
@@ -321,6 +324,7 @@ class PresidioNerDetector(PresidioDetector):
     gazetteer: ClassVar[str] = "every"
     tagger: ClassVar[str | None] = None
     addresses: ClassVar[str | None] = None
+    titles: ClassVar[bool] = False
     uses_torch: ClassVar[bool] = False
 
 

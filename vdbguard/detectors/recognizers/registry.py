@@ -20,6 +20,7 @@ from vdbguard.detectors.recognizers.luhn_card import LuhnCardRecognizer
 from vdbguard.detectors.recognizers.medical import MedicalTermRecognizer
 from vdbguard.detectors.recognizers.phone import DigitGatedPhoneRecognizer
 from vdbguard.detectors.recognizers.secrets import SecretsRecognizer
+from vdbguard.detectors.recognizers.titled_name import TitledNameRecognizer
 from vdbguard.detectors.recognizers.undashed_ssn import UndashedSsnRecognizer
 from vdbguard.detectors.recognizers.url_credentials import UrlCredentialsRecognizer
 from vdbguard.detectors.recognizers.word_list import WordListRecognizer
@@ -31,10 +32,13 @@ GAZETTEER_SCORE = 0.6
 REPLACED = ("CreditCardRecognizer", "PhoneRecognizer", "IbanRecognizer", "IpRecognizer", "UsBankRecognizer")
 
 
-def register(analyzer: AnalyzerEngine, gazetteer: str, tagger: Path | None, addresses: Path | None = None) -> None:
+def register(
+    analyzer: AnalyzerEngine, gazetteer: str, tagger: Path | None, addresses: Path | None = None, titles: bool = False
+) -> None:
     """vdbguard's recognizers into ``analyzer``'s registry. ``gazetteer``: when a listed name counts
     (``word_list.GAZETTEER_RULES``); ``tagger``: the learned PERSON tagger's folder, which then alone calls a person
-    (spaCy's NER keeps its other types); ``addresses``: its address head's folder, which then finds addresses."""
+    (spaCy's NER keeps its other types); ``addresses``: its address head's folder, which then finds addresses;
+    ``titles``: a capitalised word after a personal title is a person."""
     registry = analyzer.registry
     for name in REPLACED:
         registry.remove_recognizer(name)
@@ -64,6 +68,8 @@ def register(analyzer: AnalyzerEngine, gazetteer: str, tagger: Path | None, addr
             from vdbguard.detectors.recognizers.address_tagger import AddressTaggerRecognizer
 
             ours.append(AddressTaggerRecognizer(model))
+    if titles:
+        ours.append(TitledNameRecognizer())
     for recognizer in ours:
         registry.add_recognizer(recognizer)
 
