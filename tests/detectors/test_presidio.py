@@ -1,5 +1,6 @@
 """Presidio must work with the network gone: a bare AnalyzerEngine() fetches files and fails here."""
 
+import hashlib
 import socket
 
 import pytest
@@ -141,6 +142,27 @@ def test_the_name_list_by_the_ner_alone_keeps_places_out() -> None:
     agree = PresidioNerDetector.variant(ner=PresidioNerDetector.ner, gazetteer="agree")
     assert types_in(agree, "Flights to Houston were cancelled after the storm.") == set()
     assert {d.value for d in agree.detect("-- Ryszard Wróblewski") if d.pii_type is PiiType.PERSON}
+
+
+# the files each version's trained folders held when it shipped: packaged verdicts are keyed on the version alone
+SHIPPED_DATA = {("presidio", 12): "19007c5f8d20c213", ("presidio-ner", 6): "62cb2155e6d268c9"}
+
+
+def _data_digest(kind: type[PresidioDetector]) -> str:
+    from vdbguard.detectors.presidio import _data_path
+
+    digest = hashlib.sha256()
+    for folder in sorted(name for name in (kind.ner, kind.tagger, kind.addresses) if name is not None):
+        for path in sorted(p for p in _data_path(folder).rglob("*") if p.is_file()):
+            digest.update(f"{folder}/{path.relative_to(_data_path(folder))}".encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("kind", [PresidioDetector, PresidioNerDetector])
+def test_a_detectors_trained_data_changes_only_with_its_version(kind: type[PresidioDetector]) -> None:
+    """A retrained tagger, address head or NER under the same version would keep the packaged verdict fitted on the
+    old labels, silently: raise the version, refit the verdict, then record the new digest here."""
+    assert _data_digest(kind) == SHIPPED_DATA.get((kind.name, kind.version)), (kind.name, kind.version)
 
 
 def test_versions_5_and_6_stay_selectable(detector: PresidioDetector) -> None:
