@@ -9,13 +9,12 @@ from presidio_analyzer import EntityRecognizer, RecognizerResult
 
 from vdbguard.text import TITLES
 
+_PARTICLES = frozenset({"van", "von", "der", "den", "de", "da", "di", "del", "la", "le", "du", "dos", "ter", "ten"})
 # a title, then initials, particles and capitalised words (any script), as long as they run
 _TITLED = re.compile(
     r"\b(?P<title>" + "|".join(sorted((t.capitalize() for t in TITLES), key=len, reverse=True)) + r")\.?"
-    r"(?P<name>(?:[ \t]+(?:[^\W\d_]\.|(?:van|von|der|den|de|da|di|del|la|le|du|dos|ter|ten)(?=[ \t])|"
-    r"[^\W\d_][\w'’-]*))+)"
+    r"(?P<name>(?:[ \t]+(?:[^\W\d_]\.|(?:" + "|".join(sorted(_PARTICLES)) + r")(?=[ \t])|[^\W\d_][\w'’-]*))+)"
 )
-_PARTICLES = frozenset({"van", "von", "der", "den", "de", "da", "di", "del", "la", "le", "du", "dos", "ter", "ten"})
 _POSSESSIVE = re.compile(r"(?:['’]s?)?$")
 _WORD_BEFORE = re.compile(r"([^\W_][\w'’-]*)[ \t]+$")
 
