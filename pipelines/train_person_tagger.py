@@ -18,6 +18,14 @@ The shipped tagger (detector version 11) is the second command's with ``--gloss-
 outside bias of 0.5 (``outside_bias`` in its ``training.json``), where ``--score`` finds on dev more names than version
 10's tagger at fewer false people. Version 10's: the first command, 2,790 steps on two CPU threads.
 
+``--init`` trains a shipped tagger further (on the CPU its top two layers: 10 minutes), here over ``--record-frames``
+(initials, "B. Jacobs"; a record's lines, "Record: NAME, SSN ..."; names of more locales); not shipped (BENCHMARKS.md):
+
+    python pipelines/train_person_tagger.py --train T.jsonl --layers 4 --conll ... --gloss-frames --record-frames \\
+        --save-examples EX
+    python pipelines/train_person_tagger.py --examples EX --init vdbguard/data/person-tagger --layers 4 --trained 2 \\
+        --learn-rate 2e-5 --average 0.995 --steps 1500 --decay --outside-biases 0 0.5 1 --out OUT
+
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
 - the silver JSONL of ``detector_real.py --split train`` (FreeBSD and Python fortunes from PyPI, the Jargon File,
   pci.ids, IEEE MA-M/MA-S/IAB registrations; Faker's and gender-guesser's train halves placed as names);
@@ -61,28 +69,34 @@ from vdbguard.detectors import tagger as T
 from vdbguard.embedders.bert import attention_mask
 
 FRAMES_FILE = Path(__file__).resolve().parent / "person_frames.json"
-# register: frames; {name} a full name, {first}, {surname}, {title}; {thing} a non-person mention; {n}, {email}
+# register: frames; {name} a full name, {first}, {surname}, {initialed} "B. Jacobs", {title}; {thing} a non-person
+# mention; {n}, {number} a record's number, {email}
 FRAMES: dict[str, list[str]] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["frames"]
 TITLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["titles"]
 ROLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["roles"]
+RECORD_FRAMES_FILE = FRAMES_FILE.with_name("person_record_frames.json")  # --record-frames: added to FRAMES' registers
+NUMBER_SHAPES = ("###-##-####", "#### #### #### ####", "########", "##########", "+## ### ### ####", "(###) ###-####")
 GLOSS_FRAMES_FILE = FRAMES_FILE.with_name("person_gloss_frames.json")  # --gloss-frames: more registers, same slots
 
 
 class Fill:
     """Values for the frames: names of the train locales and gender-guesser's train half, non-person things."""
 
-    def __init__(self, root: Path, things: list[str], seed: int) -> None:
+    def __init__(self, root: Path, things: list[str], seed: int, extra_locales: Collection[str] = ()) -> None:
         from faker import Faker
         from silver_sources import detector_real as real
 
         self.values = real.Values(root, "train", seed)
         self.names = [name for on in (True, False) for name, _ in self.values.names[on]]
         self.rng = random.Random(seed)
-        fakers = [Faker(locale) for locale in real.LOCALES["train"] if locale not in real.SURNAME_FIRST]
-        for fake in fakers:
+        locales = [loc for loc in real.LOCALES["train"] if loc not in real.SURNAME_FIRST]
+        fakers = [Faker(locale) for locale in locales]
+        extra = [Faker(locale) for locale in extra_locales]
+        for fake in fakers + extra:
             fake.seed_instance(seed)
-        self.firsts = sorted({fake.first_name() for fake in fakers for _ in range(200)})
-        self.surnames = sorted({fake.last_name() for fake in fakers for _ in range(200)})
+        self.names += sorted({f"{fake.first_name()} {fake.last_name()}" for fake in extra for _ in range(150)})
+        self.firsts = sorted({fake.first_name() for fake in fakers + extra for _ in range(200)})
+        self.surnames = sorted({fake.last_name() for fake in fakers + extra for _ in range(200)})
         made = [f() for fake in fakers for f in (fake.city, fake.country, fake.company) for _ in range(40)]
         self.things = sorted({*things, *made})
 
@@ -108,24 +122,35 @@ class Fill:
                 value = self.rng.choice(ROLES)
             elif slot == "year":
                 value = str(self.rng.randint(1500, 2020))
+            elif slot == "number":
+                value = "".join(str(self.rng.randint(0, 9)) if c == "#" else c for c in self.rng.choice(NUMBER_SHAPES))
             else:
-                pool = {"name": self.names, "first": self.firsts, "surname": self.surnames}[slot]
+                pool = {"name": self.names, "first": self.firsts, "surname": self.surnames,
+                        "initialed": self.surnames}[slot]  # fmt: skip
                 for _ in range(50):
                     value = self.rng.choice(pool)
                     if (zlib.crc32(value.encode()) % 10 == 0) == dev:
                         break
                 else:
                     return None
+                if slot == "initialed":  # "B. Jacobs", "J. R. Smith", "Giampiero R. Staglieno"
+                    count = self.rng.choice((1, 1, 2))
+                    initials = [f"{self.rng.choice('ABCDEFGHIJKLMNOPRSTVW')}." for _ in range(count)]
+                    first = [self.rng.choice(self.firsts)] if self.rng.random() < 0.3 else []
+                    value = " ".join([*first, *initials, value])
                 spans.append((len(out), len(out) + len(value)))
             out += value
             at = end + 1
 
 
-def framed_rows(fill: Fill, per_register: int, seed: int, glosses: bool = False) -> list[dict]:
+def framed_rows(fill: Fill, per_register: int, seed: int, glosses: bool = False, records: bool = False) -> list[dict]:
     rng = random.Random(seed)
     rows = []
+    registers = {register: list(frames) for register, frames in FRAMES.items()}
+    for register, frames in (record_frames()["frames"] if records else {}).items():
+        registers.setdefault(register, []).extend(frames)
     extra = json.loads(GLOSS_FRAMES_FILE.read_text(encoding="utf-8"))["frames"] if glosses else {}
-    for register, frames in (FRAMES | extra).items():
+    for register, frames in (registers | extra).items():
         for i in range(per_register):
             dev = i % 10 == 0
             made = fill.text(rng.choice(frames), dev)
@@ -135,6 +160,12 @@ def framed_rows(fill: Fill, per_register: int, seed: int, glosses: bool = False)
             rows.append({"text": text, "spans": [{"start": s, "end": e, "label": "PERSON"} for s, e in spans],
                          "mentions": [], "source": "frames", "register": f"frame-{register}", "dev": dev})  # fmt: skip
     return rows
+
+
+def record_frames() -> dict:
+    """``--record-frames``: frames added to FRAMES' registers, and Faker locales (``extra_locales``) in neither
+    ``detector_real``'s eval split nor ``real_corpus``'s calibration split whose names join the fillers."""
+    return json.loads(RECORD_FRAMES_FILE.read_text(encoding="utf-8"))
 
 
 CONLL_KINDS = {
@@ -480,14 +511,15 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
     with_reference_names(silver)
     things = sorted({row["text"][m["start"] : m["end"]] for row in silver if not row["dev"] for m in row["mentions"]})
     root = detector_real.unpack(args.cache)
-    fill = Fill(root, things, args.seed)
+    fill = Fill(root, things, args.seed, record_frames()["extra_locales"] if args.record_frames else ())
     held_out: set[str] = set()
     if args.without_wordnet_instances:  # the eval's glosses and named sentences take their people, places and works
         instances = detector_real.wordnet(root).instances  # from WordNet's instances
         held_out = {detector_real.norm(lemma) for _, lemmas, _ in instances for lemma in lemmas}
     public = public_rows(args.conll, held_out)
     print(f"{len(public)} public corpus sentences", flush=True)
-    rows = silver + public + framed_rows(fill, args.per_frame_register, args.seed, args.gloss_frames)
+    framed = framed_rows(fill, args.per_frame_register, args.seed, args.gloss_frames, args.record_frames)
+    rows = silver + public + framed
     return encode_rows(rows, T.Tokens(), name_gazetteer())
 
 
@@ -525,14 +557,18 @@ def loaded_examples(path: Path) -> list[dict]:
 
 def train(args: argparse.Namespace) -> dict:
     import torch
-    from safetensors.torch import save_file
+    from safetensors.torch import load_file, save_file
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     examples = loaded_examples(args.examples) if args.examples else built_examples(args)
     base = args.examples / "encoder.safetensors" if args.examples else None
-    model = installed_model(args.layers, args.layers - args.trained, base).to(args.device)
+    model = installed_model(args.layers, args.layers - args.trained, base)
+    if args.init:  # its frozen layers too: the states below are computed through them
+        model.load_state_dict({k: v.float() for k, v in load_file(str(args.init / "tagger.safetensors")).items()},
+                              strict=False)  # fmt: skip
+    model = model.to(args.device)
     lower_states(model, examples)
     rng = random.Random(args.seed)
     examples += [lowered(e) for e in examples if rng.random() < args.lower]  # the same frozen states, shared
@@ -544,6 +580,8 @@ def train(args: argparse.Namespace) -> dict:
         return score(model, args.score, dev_set, args.outside_biases)
 
     trained_names = [n for n, _ in model.named_parameters() if trained_param(n, model.frozen)]
+    # the layers below the trained ones load as the base's, so --init's own ship beside them
+    shipped = [n for n, _ in model.named_parameters() if n in trained_names or (args.init and n.startswith("encoder."))]
     for n, p in model.named_parameters():
         p.requires_grad = n in trained_names
     fresh = [p for n, p in model.named_parameters() if n.startswith(("head", "features"))]
@@ -586,7 +624,7 @@ def train(args: argparse.Namespace) -> dict:
                 model.eval()
                 with averaged(model, average):
                     by_bias = dev_by_bias(model, dev_set, args.outside_biases)
-                    state = {n: p.detach().half().cpu() for n, p in model.named_parameters() if n in trained_names}
+                    state = {n: p.detach().half().cpu() for n, p in model.named_parameters() if n in shipped}
                 bias = max(by_bias, key=lambda b: objective(by_bias[b]))
                 dev, mark = by_bias[bias], objective(by_bias[bias])
                 history.append({"step": step, "loss": round(loss.item(), 4), "objective": round(mark, 4),
@@ -653,7 +691,7 @@ def frames_digest(path: Path = FRAMES_FILE) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def provenance(silver: Path, corpora: list[Path], glosses: bool) -> dict:
+def provenance(silver: Path, corpora: list[Path], glosses: bool, records: bool = False) -> dict:
     """What the tagger was trained over and with: the encoder's weights, the featurisation, the frames and the
     silver data (``tests/detectors/test_tagger.py`` checks the first three against the installed project)."""
     from importlib.metadata import version
@@ -665,7 +703,8 @@ def provenance(silver: Path, corpora: list[Path], glosses: bool) -> dict:
             "featurisation": T.featurisation(name_gazetteer()), "frames": frames_digest(),
             "silver": hashlib.sha256(silver.read_bytes()).hexdigest()[:16],
             "public_corpora": {path.name: corpus_digest(path) for path in corpora}} | (
-        {"gloss_frames": frames_digest(GLOSS_FRAMES_FILE)} if glosses else {})  # fmt: skip
+        {"gloss_frames": frames_digest(GLOSS_FRAMES_FILE)} if glosses else {}) | (
+        {"record_frames": frames_digest(RECORD_FRAMES_FILE)} if records else {})  # fmt: skip
 
 
 def corpus_digest(path: Path) -> str:
@@ -686,6 +725,8 @@ def main() -> None:
     )
     parser.add_argument("--gloss-frames", action="store_true",
                         help=f"also {GLOSS_FRAMES_FILE.name}'s registers: people's and things' glosses")  # fmt: skip
+    parser.add_argument("--record-frames", action="store_true",
+                        help=f"also {RECORD_FRAMES_FILE.name}'s frames and locales: initials, records")  # fmt: skip
     parser.add_argument("--out", type=Path, default=T.TAGGER_DIR)
     parser.add_argument("--layers", type=int, default=6, help="encoder layers kept (of 6)")
     parser.add_argument("--trained", type=int, default=2, help="top layers trained")
@@ -710,6 +751,8 @@ def main() -> None:
     parser.add_argument("--examples", type=Path, metavar="FOLDER",
                         help="train on --save-examples' folder: no train sources' packages needed")  # fmt: skip
     parser.add_argument("--score", type=Path, help="score this trained tagger's folder on dev at --outside-biases")
+    parser.add_argument("--init", type=Path, metavar="FOLDER",
+                        help="start from this trained tagger's weights: a shorter run that adds frames")  # fmt: skip
     args = parser.parse_args()
     if not (args.train or args.examples):
         parser.error("give --train, or --examples from a --save-examples run")
@@ -717,7 +760,7 @@ def main() -> None:
         with gzip.open(args.examples / "examples.jsonl.gz", "rt", encoding="utf-8") as lines:
             origin = json.loads(next(lines))
     else:  # the inputs as read, before a long run in which they could move
-        origin = provenance(args.train, args.conll, args.gloss_frames)
+        origin = provenance(args.train, args.conll, args.gloss_frames, args.record_frames)
     if args.save_examples:
         origin["examples_written_by"] = " ".join(["python", *sys.argv])
         save_examples(args.save_examples, built_examples(args), origin, args.layers)
@@ -729,6 +772,11 @@ def main() -> None:
             print(json.dumps({"outside_bias": bias, **{k: v for k, v in dev.items() if not k.endswith(" n")}}))
         return
     report |= origin
+    if args.init:  # what a rebuild trains first
+        started_from = json.loads((args.init / "training.json").read_text(encoding="utf-8"))
+        weights = hashlib.sha256((args.init / "tagger.safetensors").read_bytes()).hexdigest()[:16]
+        report["init"] = {"tagger": weights, "command": started_from["command"], "frames": started_from["frames"],
+                          "examples_written_by": started_from.get("examples_written_by")}  # fmt: skip
     (args.out / "training.json").write_text(json.dumps(report, indent=1))
     print(f"-> {args.out}: best {json.dumps(report['best'])}")
 

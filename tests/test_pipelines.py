@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,60 @@ def test_the_tagger_trainers_gloss_frames_are_registers_of_people_and_of_clean_t
     assert not any("gloss" in row["register"] for row in trainer.framed_rows(fill, 30, seed=0))
     scores = trainer.dev_scores([[(0, 3)], []], [{"row": things[0]}, {"row": things[1]}])
     assert scores["clean text with a PERSON"] == 0.5
+
+
+def test_the_tagger_trainers_record_frames_add_initials_and_records_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--record-frames``: "B. Souza" is one name, a record's number stays outside it; without the flag the frames
+    are FRAMES' alone, so a tagger trained without it is not stale against the file."""
+    import random
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    fill = object.__new__(trainer.Fill)
+    fill.rng, fill.things = random.Random(0), ["Lisbon", "Acme Corp"]
+    fill.names, fill.firsts, fill.surnames = ["Ana Souza", "Li Wei"], ["Ana", "Li"], ["Souza", "Okafor", "Lind"]
+    fill.values = SimpleNamespace(email=lambda: ("ana@example.org",))
+    rows = trainer.framed_rows(fill, 60, seed=0, records=True)
+    records = [row for row in rows if row["register"] == "frame-record"]
+    assert records and all(row["spans"] for row in records)
+    initialed = [row["text"][s["start"] : s["end"]] for row in rows for s in row["spans"] if ". " in row["text"]]
+    assert any(re.fullmatch(r"(\w+ )?([A-Z]\. )+(Souza|Okafor|Lind)", name) for name in initialed), initialed
+    named = [row["text"][s["start"] : s["end"]] for row in records for s in row["spans"]]
+    assert not any(c.isdigit() for name in named for c in name)
+    assert not any(row["register"] == "frame-record" for row in trainer.framed_rows(fill, 60, seed=0))
+
+
+def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--init`` with frozen layers: they are the init's, not the installed encoder's the tagger loads under its
+    weights, so they ship beside the trained ones (a tagger without them lost a fifth of its dev names)."""
+    from argparse import Namespace
+
+    from safetensors.torch import load_file
+
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    from vdbguard.detectors import tagger as T
+    from vdbguard.detectors.lexicon import name_gazetteer
+
+    name = [{"start": 10, "end": 19, "label": "PERSON"}]
+    rows = [{"text": "Thanks to Ana Souza for the patch.", "register": "frame-credit", "mentions": [], "dev": dev,
+             "source": "frames", "spans": name} for dev in (True, False)]  # fmt: skip
+    trainer.save_examples(tmp_path / "ex", trainer.encode_rows(rows, T.Tokens(), name_gazetteer()), {}, layers=4)
+    args = Namespace(seed=0, threads=1, examples=tmp_path / "ex", layers=4, trained=2, device="cpu", lower=0.0,
+                     init=T.TAGGER_DIR, score=None, learn_rate=1e-5, name_weight=2.0, average=0.0, decay=False,
+                     out=tmp_path / "out", minutes=5.0, steps=1, batch=1, eval_every=1,
+                     outside_biases=[0.0])  # fmt: skip
+    trainer.train(args)
+    shipped = load_file(str(tmp_path / "out" / "tagger.safetensors"))
+    init = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
+    lower = [key for key in init if key.startswith("encoder.layer.0.")]
+    assert lower and all(key in shipped and shipped[key].equal(init[key]) for key in lower)
+    assert any(not shipped[key].equal(init[key]) for key in shipped if key.startswith("encoder.layer.3."))
 
 
 def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monkeypatch: pytest.MonkeyPatch) -> None:
