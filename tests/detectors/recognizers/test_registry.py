@@ -15,12 +15,13 @@ from vdbguard.detectors.recognizers.registry import REPLACED
 
 AD_HOC = {"IdentifierPatternRecognizer", "DenyListRecognizer"}  # built per request from a user's identifiers
 BASES = {"DeclaredPatternRecognizer"}  # what a recognizer that is only settings subclasses
+HELPERS = {"registry", "results"}  # modules that serve the recognizers and hold none
 
 
 def _recognizer_classes() -> dict[str, list[type]]:
     found = {}
     for module in pkgutil.iter_modules(package.__path__):
-        if module.name == "registry":
+        if module.name in HELPERS:
             continue
         loaded = importlib.import_module(f"{package.__name__}.{module.name}")
         found[module.name] = [

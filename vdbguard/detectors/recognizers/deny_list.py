@@ -8,6 +8,7 @@ from typing import Any
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 
+from vdbguard.detectors.recognizers.results import finding
 from vdbguard.identifiers import Identifier
 
 _WORD = re.compile(r"\w+")
@@ -37,11 +38,7 @@ class DenyListRecognizer(EntityRecognizer):
         for i, first in enumerate(lowered):
             for length in self.lengths.get(first, ()):
                 if tuple(lowered[i : i + length]) in self.phrases:
-                    metadata = {
-                        RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                        RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-                    }
                     start, end = words[i].start(), words[i + length - 1].end()
-                    found.append(RecognizerResult(self.entity, start, end, self.score, recognition_metadata=metadata))
+                    found.append(finding(self, self.entity, start, end, self.score))
                     break
         return found

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 
+from vdbguard.detectors.recognizers.results import finding
 from vdbguard.detectors.tagger import PersonTagger, Tagged
 
 # a name is the tagger's call, scored as spaCy's NER scores its own: the mean probability moves in the second decimal
@@ -30,11 +31,4 @@ class PersonTaggerRecognizer(EntityRecognizer):
         return tagged.names
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
-        metadata = {
-            RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-        }
-        return [
-            RecognizerResult(self.entity, start, end, SCORE, recognition_metadata=dict(metadata))
-            for start, end, _ in self.spans(self.tagger.tagged(text))
-        ]
+        return [finding(self, self.entity, start, end, SCORE) for start, end, _ in self.spans(self.tagger.tagged(text))]

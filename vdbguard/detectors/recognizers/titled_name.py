@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 
+from vdbguard.detectors.recognizers.results import finding
 from vdbguard.text import TITLES
 
 _PARTICLES = frozenset({"van", "von", "der", "den", "de", "da", "di", "del", "la", "le", "du", "dos", "ter", "ten"})
@@ -43,11 +44,7 @@ class TitledNameRecognizer(EntityRecognizer):
             at = match.end("title") if end is None else end  # "Mr. and Mrs. Smith": Mrs's name is Mr's words
             if end is None or (match.group("title") == "Dr" and _street_before(text, match.start())):
                 continue
-            metadata = {
-                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-            }
-            results.append(RecognizerResult(self.entity, match.start(), end, self.score, recognition_metadata=metadata))
+            results.append(finding(self, self.entity, match.start(), end, self.score))
         return results
 
 

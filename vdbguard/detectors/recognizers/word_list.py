@@ -8,6 +8,8 @@ from typing import Any
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 
+from vdbguard.detectors.recognizers.results import finding
+
 _WORD_RUN = re.compile(r"\w+")
 # When a listed word counts as a name (BENCHMARKS.md, "PII detector on real text"):
 # - every: each one, capitalised or not, whatever the NER calls it (version 5)
@@ -43,14 +45,7 @@ class WordListRecognizer(EntityRecognizer):
         if matches and self.rule in READS_ENTITIES:
             doc = getattr(nlp_artifacts, "tokens", None)
             matches = by_rule(self.rule, text, matches, () if doc is None else doc.ents)
-        metadata = {
-            RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-        }
-        return [
-            RecognizerResult(self.entity, match.start(), match.end(), self.score, recognition_metadata=dict(metadata))
-            for match in matches
-        ]
+        return [finding(self, self.entity, match.start(), match.end(), self.score) for match in matches]
 
 
 def by_rule(rule: str, text: str, matches: list[re.Match[str]], ents: Sequence[Any]) -> list[re.Match[str]]:
