@@ -5,8 +5,8 @@
 ``real_corpus`` (``vdbguard/corpus/real.py``): real docstring and register sentences of a split's sources with Faker
 names of its locales in our credit, sign-off and record frames ("... (Ms Calbo, account 4716 ...)"), beside as many
 sentences with no PII. The frames are ours, so this is a smoke test of the frames redaction and owner-side labels meet
-most, not an evaluation: ``detector_real.py`` is that. The train split is a dev set; the calibration split's locales are
-ones the tagger never trained on.
+most, not an evaluation: ``detector_real.py`` is that. The train split is a dev set; of the calibration split's nine
+locales the tagger never trained on five (en_NZ, da_DK, fi_FI and ro_RO fill its frames).
 """
 
 from __future__ import annotations
