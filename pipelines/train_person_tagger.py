@@ -89,8 +89,7 @@ class Fill:
         self.values = real.Values(root, "train", seed)
         self.names = [name for on in (True, False) for name, _ in self.values.names[on]]
         self.rng = random.Random(seed)
-        locales = [loc for loc in real.LOCALES["train"] if loc not in real.SURNAME_FIRST]
-        fakers = [Faker(locale) for locale in locales]
+        fakers = [Faker(locale) for locale in real.LOCALES["train"] if locale not in real.SURNAME_FIRST]
         extra = [Faker(locale) for locale in extra_locales]
         for fake in fakers + extra:
             fake.seed_instance(seed)
