@@ -4,7 +4,7 @@
     python pipelines/train_address_tagger.py --train /tmp/tagger/train.jsonl --out vdbguard/data/address-tagger
     python pipelines/train_address_tagger.py --train /tmp/tagger/train.jsonl --score OTHER_HEAD   # on today's dev
 
-The shipped head (detector version 12) is the second line's with ``--context 1 --hidden 64 128 --outside-biases 2 3 4``
+The shipped head (detector version 13) is the second line's with ``--context 1 --hidden 64 128 --outside-biases 2 3 4``
 (version 11's dev chose one neighbour a side over none and two).
 
 The tagger's encoder already reads every word for names; this head reads each word's states there (its embedding or
@@ -17,8 +17,8 @@ Data, train sources only (never an eval source, Debian package documentation or 
   ``detector_real.py --split train`` holds as contact blocks (organisation, address), half of them also placed in a
   frame of ``address_frames.json`` (tickets, notes, forms, chats); IEEE's MA-L list (``oui.txt``) is the eval register;
 - Faker addresses of the train locales (``detector_real.LOCALES["train"]``) in those frames, and as many frames holding
-  something else (a company, a date, a lone city, a phone number, "N/A", a person with a record's other fields): a
-  frame alone makes no address;
+  something else (a company, a date, a lone city, a phone number, "N/A", a person with a record's other fields, a spot
+  inside a building, alone or beside a record's fields: "bay 2", "Room 61, MRN ..."): a frame alone makes no address;
 - every other text of the silver JSONL as one without an address: places, countries and languages in sentences,
   pci.ids product lines, numbers swapped into sentences, credits and clean sentences.
 
@@ -47,6 +47,7 @@ from vdbguard.detectors import tagger as T
 
 FRAMES_FILE = Path(__file__).resolve().parent / "address_frames.json"
 FRAMES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["frames"]
+SPOTS: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["spots"]  # "room 61", "Bay 2": no address alone
 # a quarter of the frames, by hash, hold dev's addresses only: dev sees sentences the head was never trained on
 SPLIT_FRAMES = {
     split: [frame for frame in FRAMES if (zlib.crc32(frame.encode()) % 4 == 0) == (split == "dev")]
@@ -86,10 +87,23 @@ def faker_addresses(count: int, seed: int) -> list[str]:
     return made
 
 
+def spot(rng: random.Random) -> str:
+    """A place inside a building, as tickets and notes name one: "bay 2", "Room 61", "rack B4", "Building 3, Lab C"."""
+    words = [rng.choice(SPOTS) for _ in range(2 if rng.random() < 0.15 else 1)]
+    labels = [str(rng.randint(1, 120)), f"{rng.choice('ABCDEF')}{rng.randint(1, 40)}", rng.choice("ABCDEFG")]
+    return ", ".join(f"{word.capitalize() if rng.random() < 0.5 else word} {rng.choice(labels)}" for word in words)
+
+
+def spot_with_fields(fake, rng: random.Random) -> str:  # fake: a Faker
+    """A spot beside a record's other fields, as a note writes one: "bay 2, DOB to follow", "Room 14, MRN 5512093"."""
+    where, field = spot(rng), rng.choice(["DOB", "d.o.b.", "MRN", "tel", "ref"])
+    return f"{where}, {field} {rng.choice([fake.date(), fake.numerify('#######'), 'pending', 'to follow'])}"
+
+
 def fillers(count: int, seed: int) -> list[str]:
     """What else a frame's slot can hold, none of it an address: companies, jobs, dates, lone cities and countries,
-    phone numbers, codes, placeholders, and people with a record's other fields ("Rudolf Szalai, SSN ..."): a frame
-    must not make an address of whatever sits in it."""
+    phone numbers, codes, placeholders, people with a record's other fields ("Rudolf Szalai, SSN ...") and spots inside
+    a building: a frame must not make an address of whatever sits in it."""
     from faker import Faker
     from silver_sources import detector_real as real
 
@@ -106,6 +120,7 @@ def fillers(count: int, seed: int) -> list[str]:
         lambda f: f"{rng.choice(['ref', 'case', 'order', 'claim', 'ticket'])} {f.bothify('??-####').upper()}",
         lambda f: f.name(), lambda f: f"{f.name()}, {f.email()}",
         lambda f: f"{f.name()}, {rng.choice(['SSN', 'acct', 'card', 'd.o.b.', 'tel'])} {f.numerify('###-##-####')}",
+        lambda f: spot(rng), lambda f: spot_with_fields(f, rng),
     )  # fmt: skip
     return [rng.choice(kinds)(rng.choice(fakers)) for _ in range(count)]
 

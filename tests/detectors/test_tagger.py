@@ -201,3 +201,17 @@ def test_an_address_begun_twice_in_a_row_is_one_address(with_addresses: T.Person
     (tagged,) = with_addresses.tag([text])
     found = [text[s:e] for s, e, _ in tagged.addresses]
     assert len(found) == 1 and found[0].endswith("6 Monica End, Lake Johnborough"), found
+
+
+def test_a_spot_inside_a_building_is_no_address_but_a_street_beside_one_is(with_addresses: T.PersonTagger) -> None:
+    """Version 12's head read "bay 2," and "room" as addresses in the demo's clean notes: a spot inside a building
+    (``spots`` in pipelines/address_frames.json) is none alone, and the street after it still is."""
+    texts = [
+        "FYI: the patient in bay 2, DOB to be confirmed, missed the last appointment.",
+        "Moved to bed 14 on Ward C overnight; the server sits in rack B4 of Building 3.",
+        "Deliver to Room 4, 80 West Tasman Drive, San Jose CA 95134 before noon.",
+    ]
+    tagged = with_addresses.tag(texts)
+    found = [[text[s:e] for s, e, _ in t.addresses] for text, t in zip(texts, tagged, strict=True)]
+    assert found[:2] == [[], []], found
+    assert len(found[2]) == 1 and found[2][0].endswith("80 West Tasman Drive, San Jose CA 95134"), found

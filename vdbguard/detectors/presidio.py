@@ -181,8 +181,9 @@ class PresidioDetector(Detector):
     # 9: the tagger's address head finds postal addresses, spaCy's places near a street word no longer count;
     # 10: a phone number of fewer than 7 digits needs a phone word before it, a birth word counts only whole;
     # 11: the tagger's four layers trained on an accelerator, people's and things' glosses among its frames;
-    # 12: a capitalised word after a personal title is a person (``TitledNameRecognizer``)
-    version: ClassVar[int] = 12
+    # 12: a capitalised word after a personal title is a person (``TitledNameRecognizer``); 13: the address head
+    # trained with spots inside a building ("bay 2", "Room 61") among the things a frame can hold
+    version: ClassVar[int] = 13
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
