@@ -46,8 +46,9 @@ import numpy as np
 from vdbguard.detectors import tagger as T
 
 FRAMES_FILE = Path(__file__).resolve().parent / "address_frames.json"
-FRAMES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["frames"]
-SPOTS: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["spots"]  # "room 61", "Bay 2": no address alone
+_FRAMES_DATA = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))
+FRAMES: list[str] = _FRAMES_DATA["frames"]
+SPOTS: list[str] = _FRAMES_DATA["spots"]  # "room 61", "Bay 2": no address alone
 # a quarter of the frames, by hash, hold dev's addresses only: dev sees sentences the head was never trained on
 SPLIT_FRAMES = {
     split: [frame for frame in FRAMES if (zlib.crc32(frame.encode()) % 4 == 0) == (split == "dev")]

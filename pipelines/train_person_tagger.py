@@ -71,9 +71,10 @@ from vdbguard.embedders.bert import attention_mask
 FRAMES_FILE = Path(__file__).resolve().parent / "person_frames.json"
 # register: frames; {name} a full name, {first}, {surname}, {initialed} "B. Jacobs", {title}; {thing} a non-person
 # mention; {n}, {number} a record's number, {email}
-FRAMES: dict[str, list[str]] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["frames"]
-TITLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["titles"]
-ROLES: list[str] = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))["roles"]
+_FRAMES_DATA = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))
+FRAMES: dict[str, list[str]] = _FRAMES_DATA["frames"]
+TITLES: list[str] = _FRAMES_DATA["titles"]
+ROLES: list[str] = _FRAMES_DATA["roles"]
 RECORD_FRAMES_FILE = FRAMES_FILE.with_name("person_record_frames.json")  # --record-frames: added to FRAMES' registers
 NUMBER_SHAPES = ("###-##-####", "#### #### #### ####", "########", "##########", "+## ### ### ####", "(###) ###-####")
 GLOSS_FRAMES_FILE = FRAMES_FILE.with_name("person_gloss_frames.json")  # --gloss-frames: more registers, same slots
@@ -556,7 +557,7 @@ def loaded_examples(path: Path) -> list[dict]:
 
 def train(args: argparse.Namespace) -> dict:
     import torch
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -564,9 +565,8 @@ def train(args: argparse.Namespace) -> dict:
     examples = loaded_examples(args.examples) if args.examples else built_examples(args)
     base = args.examples / "encoder.safetensors" if args.examples else None
     model = installed_model(args.layers, args.layers - args.trained, base)
-    if args.init:  # its frozen layers too: the states below are computed through them
-        model.load_state_dict({k: v.float() for k, v in load_file(str(args.init / "tagger.safetensors")).items()},
-                              strict=False)  # fmt: skip
+    if args.init or args.score:  # its frozen layers too: the states below are computed through them
+        load_tagger(model, args.init or args.score)
     model = model.to(args.device)
     lower_states(model, examples)
     rng = random.Random(args.seed)
@@ -641,12 +641,18 @@ def train(args: argparse.Namespace) -> dict:
             "frozen": model.frozen, "layers": args.layers}  # fmt: skip
 
 
-def score(model, folder: Path, dev_set: list[dict], biases: list[float]) -> dict:
-    """A trained tagger's dev scores at each outside bias, without training: what its own decoding leaves on dev."""
+def load_tagger(model, folder: Path) -> None:
+    """A trained tagger's weights over ``model``, before its frozen states are computed: a tagger that trained more
+    layers than ``--trained`` ships them, and states from the installed encoder's would not be the ones it reads."""
     from safetensors.torch import load_file
 
     trained = load_file(str(folder / "tagger.safetensors"))
     model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+
+
+def score(model, folder: Path, dev_set: list[dict], biases: list[float]) -> dict:
+    """``folder``'s dev scores at each outside bias, without training: what its own decoding leaves on dev. ``model``
+    holds its weights (``load_tagger``) and the dev set its frozen states."""
     model.eval()
     by_bias = dev_by_bias(model, dev_set, biases)
     return {"scored": str(folder), "by_bias": {bias: {"objective": objective(d), **d} for bias, d in by_bias.items()}}

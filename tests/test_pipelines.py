@@ -204,7 +204,11 @@ def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_
 
 
 def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--score``: the shipped tagger's own weights decode its dev rows; a large outside bias leaves no name."""
+    """``--score``: the shipped tagger's own weights decode its dev rows; a large outside bias leaves no name. They are
+    loaded before the frozen states: its lower layers were trained too, and the installed encoder's under its top ones
+    scored a fifth fewer dev names."""
+    from safetensors.torch import load_file
+
     monkeypatch.syspath_prepend(str(PIPELINES))
     trainer = importlib.import_module("train_person_tagger")
     from vdbguard.detectors import tagger as T
@@ -215,6 +219,10 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
              "spans": [{"start": 10, "end": 19, "label": "PERSON"}]}]  # fmt: skip
     examples = trainer.encode_rows(rows, T.Tokens(), name_gazetteer())
     model = trainer.installed_model(4, frozen=2)
+    trainer.load_tagger(model, T.TAGGER_DIR)
+    shipped = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
+    lower = [key for key in shipped if key.startswith("encoder.layer.0.")]
+    assert lower and all(model.state_dict()[key].equal(shipped[key].float()) for key in lower)
     trainer.lower_states(model, examples)
     scored = trainer.score(model, T.TAGGER_DIR, examples, [0.0, 50.0])["by_bias"]
     assert scored[0.0]["PERSON"] == 1.0 and scored[50.0]["PERSON"] == 0.0
