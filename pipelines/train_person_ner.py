@@ -278,7 +278,7 @@ def tagger_rows(args: argparse.Namespace, silver: list[dict]) -> list[dict]:
     return tagger.public_rows(args.conll) + (tagger.framed_rows(fill, args.frames, args.seed) if fill else [])
 
 
-TRAIN_SOURCES = {"fortunes-pypi", "jargon", "pci-ids", "ieee-other"}  # detector_real.SOURCES' train rows
+TRAIN_SOURCES = {"fortunes-pypi", "jargon", "pci-ids", "ieee-other", "devil", "kjv"}  # detector_real.SOURCES train rows
 
 
 def gazetteer_rules(args: argparse.Namespace) -> dict:

@@ -18,13 +18,17 @@ The shipped tagger (detector version 11) is the second command's with ``--gloss-
 outside bias of 0.5 (``outside_bias`` in its ``training.json``), where ``--score`` finds on dev more names than version
 10's tagger at fewer false people. Version 10's: the first command, 2,790 steps on two CPU threads.
 
-``--init`` trains a shipped tagger further (on the CPU its top two layers: 10 minutes), here over ``--record-frames``
-(initials, "B. Jacobs"; a record's lines, "Record: NAME, SSN ..."; names of more locales); not shipped (BENCHMARKS.md):
+``--init`` trains a shipped tagger further (on the CPU its top two layers: 12 minutes). Version 14's is version 13's
+trained on over the silver JSONL of ``detector_real.py --split train --old-registers`` (the train split's old
+registers too: Bierce's Devil's Dictionary, the King James Bible), decoded at 13's 0.5 (dev: a higher objective than
+13's at each of 0, 0.5 and 1: more names placed in sentences, fewer false people):
 
-    python pipelines/train_person_tagger.py --train T.jsonl --layers 4 --conll ... --gloss-frames --record-frames \\
-        --save-examples EX
+    python pipelines/train_person_tagger.py --train T.jsonl --layers 4 --conll ... --gloss-frames --save-examples EX
     python pipelines/train_person_tagger.py --examples EX --init vdbguard/data/person-tagger --layers 4 --trained 2 \\
         --learn-rate 2e-5 --average 0.995 --steps 1500 --decay --outside-biases 0 0.5 1 --out OUT
+
+``--record-frames`` adds initials ("B. Jacobs"), a record's lines ("Record: NAME, SSN ...") and names of more locales
+(not shipped: BENCHMARKS.md).
 
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
 - the silver JSONL of ``detector_real.py --split train`` (FreeBSD and Python fortunes from PyPI, the Jargon File,

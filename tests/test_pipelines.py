@@ -173,6 +173,25 @@ def test_the_tagger_trainers_record_frames_add_initials_and_records_only_when_as
     assert not any(row["register"] == "frame-record" for row in trainer.framed_rows(fill, 60, seed=0))
 
 
+def test_the_silver_datas_old_registers_leave_out_unlabelled_names_and_sentences_an_eval_text_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``detector_real.py --old-registers``: a Bible verse naming someone it does not label would teach that a name is
+    no person, so it is left out, while capitals the source also writes in lower case, a deity and the labelled name
+    pass; a sentence sharing eight words in a row with an eval text is dropped, one sharing seven is kept."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    real = importlib.import_module("detector_real")
+    lower = {"and", "said", "unto", "the", "ass", "so", "minister", "spake", "of", "peter"}
+    assert real.unlabelled_name("And Balaam said unto the ass", [], lower)
+    assert not real.unlabelled_name("So the Minister said unto the LORD", [], lower)
+    verse = "And Simon Peter said unto the ass"
+    assert not real.unlabelled_name(verse, [(4, 15)], lower)
+    assert real.unlabelled_name(verse, [], lower), "Simon is written in lower case nowhere"
+    held = real.eval_shingles({real.norm("one two three four five six seven eight nine")})
+    assert not held.isdisjoint(real.eight_words("Zero one two three four five six seven eight."))
+    assert held.isdisjoint(real.eight_words("Zero one two three four five six seven, and more besides."))
+
+
 def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

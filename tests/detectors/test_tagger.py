@@ -117,6 +117,18 @@ def test_names_beside_long_numbers_are_found(shipped: T.PersonTagger) -> None:
         assert all(start <= s and e <= start + len(name) for s, e, _ in spans), (name, spans)
 
 
+def test_a_name_runs_on_through_a_middle_initial_and_nothing_else() -> None:
+    """The tagger ended "Louis T. Browne" at "Louis" beside an account number; a name found runs on through an
+    initial and the capitalised word after it, and two spans of one name become one."""
+    text = "For Louis T. Browne; Ana. B. told Grace P. Whitfield and Li X. and Anne-Marie O. Duval-Roy, Bo A. lee"
+    at = {name: text.index(name) for name in ("Louis", "Ana", "Grace", "P. Whitfield", "Li", "Anne-Marie", "Bo")}
+    spans = [(at[n], at[n] + len(n), 0.9) for n in ("Louis", "Ana", "Grace", "Li", "Anne-Marie", "Bo")]
+    spans.append((at["P. Whitfield"], at["P. Whitfield"] + 12, 0.6))
+    found = [text[s:e] for s, e, _ in T.through_middle_initials(text, spans)]
+    assert found == ["Louis T. Browne", "Ana", "Grace P. Whitfield", "Li", "Anne-Marie O. Duval-Roy", "Bo"]
+    assert [score for *_, score in T.through_middle_initials(text, spans)] == [0.9] * 6
+
+
 def test_long_texts_are_read_in_windows_with_offsets_into_the_whole_text(shipped: T.PersonTagger) -> None:
     filler = "the build failed again on the nightly runner " * 30
     text = filler + "and Ingrid Solberg fixed it."
