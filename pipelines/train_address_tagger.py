@@ -18,8 +18,9 @@ Data, train sources only (never an eval source, Debian package documentation or 
   ``detector_real.py --split train`` holds as contact blocks (organisation, address), half of them also placed in a
   frame of ``address_frames.json`` (tickets, notes, forms, chats); IEEE's MA-L list (``oui.txt``) is the eval register;
 - Faker addresses of the train locales (``detector_real.LOCALES["train"]``) in those frames, and as many frames holding
-  something else (a company, a date, a lone city, a phone number, "N/A", a person with a record's other fields, a spot
-  inside a building, alone or beside a record's fields: "bay 2", "Room 61, MRN ..."): a frame alone makes no address;
+  something else (a company, a date, a lone city, a phone number, "N/A", a person with a record's other fields, as an
+  intake form lists them since version 14, a spot inside a building, alone or beside a record's fields: "bay 2", "Room
+  61, MRN ..."): a frame alone makes no address;
 - every other text of the silver JSONL as one without an address: places, countries and languages in sentences,
   pci.ids product lines, numbers swapped into sentences, credits and clean sentences.
 
@@ -102,10 +103,20 @@ def spot_with_fields(fake, rng: random.Random) -> str:  # fake: a Faker
     return f"{where}, {field} {rng.choice([fake.date(), fake.numerify('#######'), 'pending', 'to follow'])}"
 
 
+def record_fields(fake, rng: random.Random) -> str:  # fake: a Faker
+    """A record's fields in a row, as an intake form writes them: "name Jacob Glass, DOB 1 Jul 1955, diagnosis ..."."""
+    born = fake.date_of_birth().strftime(rng.choice(["%d %b %Y", "%B %d, %Y", "%d.%m.%Y", "%Y-%m-%d"]))
+    label = rng.choice(["diagnosis", "dx", "plan", "status", "ward", "ref"])
+    who, when = rng.choice(["name", "patient", "pt", "client"]), rng.choice(["DOB", "d.o.b."])
+    fields = [f"{who} {fake.name()}", f"{when} {born}"]
+    return ", ".join([*fields, f"{label} {rng.choice([fake.word(), 'pending', 'stable', fake.numerify('####')])}"])
+
+
 def fillers(count: int, seed: int) -> list[str]:
     """What else a frame's slot can hold, none of it an address: companies, jobs, dates, lone cities and countries,
-    phone numbers, codes, placeholders, people with a record's other fields ("Rudolf Szalai, SSN ...") and spots inside
-    a building: a frame must not make an address of whatever sits in it."""
+    phone numbers, codes, placeholders, people with a record's other fields ("Rudolf Szalai, SSN ...", "name Jacob
+    Glass, DOB 1 Jul 1955, diagnosis ...") and spots inside a building: a frame must not make an address of whatever
+    sits in it."""
     from faker import Faker
     from silver_sources import detector_real as real
 
@@ -122,7 +133,7 @@ def fillers(count: int, seed: int) -> list[str]:
         lambda f: f"{rng.choice(['ref', 'case', 'order', 'claim', 'ticket'])} {f.bothify('??-####').upper()}",
         lambda f: f.name(), lambda f: f"{f.name()}, {f.email()}",
         lambda f: f"{f.name()}, {rng.choice(['SSN', 'acct', 'card', 'd.o.b.', 'tel'])} {f.numerify('###-##-####')}",
-        lambda f: spot(rng), lambda f: spot_with_fields(f, rng),
+        lambda f: spot(rng), lambda f: spot_with_fields(f, rng), lambda f: record_fields(f, rng),
     )  # fmt: skip
     return [rng.choice(kinds)(rng.choice(fakers)) for _ in range(count)]
 

@@ -206,6 +206,17 @@ def test_a_person_beside_a_records_other_fields_is_no_address(with_addresses: T.
     assert tagged.addresses == []
 
 
+def test_a_records_intake_line_holds_no_address(with_addresses: T.PersonTagger) -> None:
+    """Version 13's head read "name Donald Delacruz, DOB" of the demo's intake lines as an address, a first head over
+    14's tagger "name" and "DOB 1 Jul 1955, diagnosis": the word "name" then stood unmasked in a report as a value the
+    scan had found. Since 14 such lines are among the things an address's frame can hold."""
+    texts = [
+        "Intake form: name Jacob A. Glass, DOB 1 Jul 1955, diagnosis risperidone.",
+        "Intake form: name Donald Delacruz, DOB October 21, 1961, diagnosis hydroxychloroquine.",
+    ]
+    assert [t.addresses for t in with_addresses.tag(texts)] == [[], []]
+
+
 def test_an_address_begun_twice_in_a_row_is_one_address(with_addresses: T.PersonTagger) -> None:
     """The head may begin an address at two words in a row ("address" | "6 Monica End, ..."): one address, never the
     lone word "address" reported as PII beside it."""
