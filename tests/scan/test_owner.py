@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 from tests.helpers import ListConnector
+from vdbguard.corpus import LabelledText
 from vdbguard.demo import demo_texts
 from vdbguard.errors import VdbguardError
 from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.engine import FUSED
-from vdbguard.scan.owner import CalibrationOptions, fitted_for
+from vdbguard.scan.owner import CalibrationOptions, StoreProbe, fitted_for
 from vdbguard.scan.verdict import StackedVerdict
 
 pytestmark = pytest.mark.slow(minutes=3)
@@ -86,6 +87,27 @@ def test_stacked_verdict_keeps_its_false_positive_rate_on_new_records_and_round_
     assert flagged[truth].mean() >= 0.5  # two standard deviations of separation give ~0.64 at 5%
     again = StackedVerdict.from_json(verdict.to_json())
     assert np.allclose(again.probabilities(fresh)["PERSON"], verdict.probabilities(fresh)["PERSON"])
+
+
+def test_new_records_are_scored_on_the_scale_the_verdict_was_fitted_on() -> None:
+    """The probe that judges new records is the folds' probes averaged in logit space, not a refit on every record:
+    the verdict's cutoffs were fitted on the folds' scores, and the refit's scale strayed from theirs."""
+    from scipy.special import expit, logit
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 16)).astype(np.float32)
+    has_name = x[:, 0] + 0.5 * rng.normal(size=400) > 0.8
+    items = [LabelledText("", frozenset({PiiType.PERSON}) if h else frozenset(), {}, "store") for h in has_name]
+    folds = [StoreProbe(seed=seed) for seed in range(3)]
+    for k, probe in enumerate(folds):
+        rows = np.arange(400) % 4 != k
+        probe.fit([item for item, keep in zip(items, rows, strict=True) if keep], x[rows])
+    averaged = StoreProbe.averaged(folds, seed=0)
+    new = rng.normal(size=(50, 16)).astype(np.float32)
+    each = np.stack([logit(probe.probabilities(new)[PiiType.PERSON]) for probe in folds])
+    assert set(averaged.probes) == {PiiType.PERSON}
+    np.testing.assert_allclose(averaged.probabilities(new)[PiiType.PERSON], expit(each.mean(0)), rtol=1e-4)
+    assert np.ptp(each, axis=0).max() > 0.01  # the folds disagree, so the mean is a test of something
 
 
 def test_the_budget_goes_to_the_type_that_buys_recall() -> None:

@@ -59,6 +59,19 @@ class StoreProbe(PiiProbeAttack):
         "linear probe per PII type fitted on this store's vectors, labelled by the detector on its stored text"
     )
 
+    @classmethod
+    def averaged(cls, folds: Sequence[StoreProbe], seed: int) -> StoreProbe:
+        """One probe whose logit is the mean of the folds' calibrated logits (a linear model again): the verdict's
+        cutoffs were fitted on these folds' scores, and a probe refitted on every record scored new records on
+        another scale, so the share of clean records flagged strayed from the stated rate."""
+        probe = cls(seed=seed)
+        for pii_type in {t for fold in folds for t in fold.probes}:
+            fitted = [fold.probes[pii_type] for fold in folds if pii_type in fold.probes]
+            weights = np.mean([slope * w for w, _, slope, _ in fitted], axis=0).astype(np.float32)
+            bias = float(np.mean([slope * b + intercept for _, b, slope, intercept in fitted]))
+            probe.probes[pii_type] = (weights, bias, 1.0, 0.0)
+        return probe
+
 
 Mode = Literal["auto", "on", "off"]
 
@@ -198,9 +211,8 @@ def calibrate_on_store(
     vectors = l2_normalise(np.stack([record.checked_vector(dimension) for record in sample.records]))
     targets = l2_normalise(align_to.encode([r.source_text or "" for r in sample.records])) if align_to else None
 
-    def attacks_for(rows: np.ndarray) -> tuple[list[Attack], np.ndarray | None]:
-        """Every attack as fitted on ``rows`` only: the store probe, and the alignment map when there is one."""
-        probe = _fit_probe(sample, rows, vectors, seed)
+    def attacks_for(rows: np.ndarray, probe: StoreProbe) -> tuple[list[Attack], np.ndarray | None]:
+        """The store probe beside every other attack, mapped by an alignment fitted on ``rows`` when there is one."""
         if targets is None:
             return [probe, *others], None
         mapping = ridge_map(vectors[rows], targets[rows])
@@ -210,8 +222,11 @@ def calibrate_on_store(
     detected = sample.detections_by_text()  # and what the folds' inversions recover: the scan reads both again
     scores: list[dict[ScoreKey, float]] = [{} for _ in range(n)]
     alignment_cosines: list[float] = []
+    fold_probes: list[StoreProbe] = []
     for k, rows in enumerate(folds):
-        fold_attacks, mapping = attacks_for(np.concatenate([fold for j, fold in enumerate(folds) if j != k]))
+        rest = np.concatenate([fold for j, fold in enumerate(folds) if j != k])
+        fold_probes.append(_fit_probe(sample, rest, vectors, seed))
+        fold_attacks, mapping = attacks_for(rest, fold_probes[-1])
         scanner = Scanner(fold_attacks, detector, dimension, detected=detected)
         fold_scores = scanner.evidence_scores([sample.records[i] for i in rows])
         for i, row_scores in zip(rows, fold_scores, strict=True):
@@ -220,7 +235,7 @@ def calibrate_on_store(
             mapped = l2_normalise(vectors[rows] @ mapping)
             alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
         advance(1)
-    final_attacks, _ = attacks_for(np.arange(n))
+    final_attacks, _ = attacks_for(np.arange(n), StoreProbe.averaged(fold_probes, seed))
     labels = list(sample.labels)
     verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
     advance(1)
