@@ -102,7 +102,7 @@ def test_new_records_are_scored_on_the_scale_the_verdict_was_fitted_on() -> None
     for k, probe in enumerate(folds):
         rows = np.arange(400) % 4 != k
         probe.fit([item for item, keep in zip(items, rows, strict=True) if keep], x[rows])
-    averaged = StoreProbe.averaged(folds, seed=0)
+    averaged = StoreProbe.averaged(folds)
     new = rng.normal(size=(50, 16)).astype(np.float32)
     each = np.stack([logit(probe.probabilities(new)[PiiType.PERSON]) for probe in folds])
     assert set(averaged.probes) == {PiiType.PERSON}

@@ -60,11 +60,11 @@ class StoreProbe(PiiProbeAttack):
     )
 
     @classmethod
-    def averaged(cls, folds: Sequence[StoreProbe], seed: int) -> StoreProbe:
+    def averaged(cls, folds: Sequence[StoreProbe]) -> StoreProbe:
         """One probe whose logit is the mean of the folds' calibrated logits (a linear model again): the verdict's
         cutoffs were fitted on these folds' scores, and a probe refitted on every record scored new records on
         another scale, so the share of clean records flagged strayed from the stated rate."""
-        probe = cls(seed=seed)
+        probe = cls(seed=folds[0].seed)
         for pii_type in {t for fold in folds for t in fold.probes}:
             fitted = [fold.probes[pii_type] for fold in folds if pii_type in fold.probes]
             weights = np.mean([slope * w for w, _, slope, _ in fitted], axis=0).astype(np.float32)
@@ -235,7 +235,7 @@ def calibrate_on_store(
             mapped = l2_normalise(vectors[rows] @ mapping)
             alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
         advance(1)
-    final_attacks, _ = attacks_for(np.arange(n), StoreProbe.averaged(fold_probes, seed))
+    final_attacks, _ = attacks_for(np.arange(n), StoreProbe.averaged(fold_probes))
     labels = list(sample.labels)
     verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
     advance(1)
