@@ -27,6 +27,13 @@ registers too: Bierce's Devil's Dictionary, the King James Bible), decoded at 13
     python pipelines/train_person_tagger.py --examples EX --init vdbguard/data/person-tagger --layers 4 --trained 2 \\
         --learn-rate 2e-5 --average 0.995 --steps 1500 --decay --outside-biases 0 0.5 1 --out OUT
 
+``--init-layers`` starts a smaller, faster tagger from chosen layers of a trained one. Version 14's first three, their
+top two trained on over the same examples on one CPU thread (30 minutes), did not ship (BENCHMARKS.md):
+
+    python pipelines/train_person_tagger.py --examples EX --init vdbguard/data/person-tagger --init-layers 0 1 2 \\
+        --layers 3 --trained 2 --learn-rate 5e-5 --average 0.995 --steps 2500 --decay --minutes 60 --threads 1 \\
+        --outside-biases 0 0.5 1 --out OUT
+
 ``--record-frames`` adds initials ("B. Jacobs"), a record's lines ("Record: NAME, SSN ...") and names of more locales
 (not shipped: BENCHMARKS.md).
 
@@ -64,7 +71,7 @@ import sys
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from train_person_ner import TRAIN_SOURCES, is_dev, overlapping
@@ -570,7 +577,7 @@ def train(args: argparse.Namespace) -> dict:
     base = args.examples / "encoder.safetensors" if args.examples else None
     model = installed_model(args.layers, args.layers - args.trained, base)
     if args.init or args.score:  # its frozen layers too: the states below are computed through them
-        load_tagger(model, args.init or args.score)
+        load_tagger(model, args.init or args.score, args.init_layers)
     model = model.to(args.device)
     lower_states(model, examples)
     rng = random.Random(args.seed)
@@ -645,12 +652,15 @@ def train(args: argparse.Namespace) -> dict:
             "frozen": model.frozen, "layers": args.layers}  # fmt: skip
 
 
-def load_tagger(model, folder: Path) -> None:
+def load_tagger(model, folder: Path, layers: Sequence[int] | None = None) -> None:
     """A trained tagger's weights over ``model``, before its frozen states are computed: a tagger that trained more
-    layers than ``--trained`` ships them, and states from the installed encoder's would not be the ones it reads."""
+    layers than ``--trained`` ships them, and states from the installed encoder's would not be the ones it reads.
+    ``layers``: which of its encoder layers to keep, in order (a smaller tagger started from a larger one)."""
     from safetensors.torch import load_file
 
     trained = load_file(str(folder / "tagger.safetensors"))
+    if layers is not None:
+        trained = {renumbered(k, layers): v for k, v in trained.items() if renumbered(k, layers)}
     model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
 
 
@@ -688,6 +698,14 @@ def averaged(model, average: dict) -> Iterator[None]:
         with torch.no_grad():
             for n, value in kept.items():
                 parameters[n].copy_(value)
+
+
+def renumbered(name: str, layers: Sequence[int]) -> str:
+    """``name`` with its encoder layer's index given as its place in ``layers``; empty where that layer is dropped."""
+    if not name.startswith("encoder.layer."):
+        return name
+    _, _, index, rest = name.split(".", 3)
+    return f"encoder.layer.{layers.index(int(index))}.{rest}" if int(index) in layers else ""
 
 
 def trained_param(name: str, frozen: int) -> bool:
@@ -762,6 +780,8 @@ def main() -> None:
     parser.add_argument("--score", type=Path, help="score this trained tagger's folder on dev at --outside-biases")
     parser.add_argument("--init", type=Path, metavar="FOLDER",
                         help="start from this trained tagger's weights: a shorter run that adds frames")  # fmt: skip
+    parser.add_argument("--init-layers", type=int, nargs="+", metavar="I",
+                        help="keep these of --init's encoder layers, in order: a smaller, faster tagger")  # fmt: skip
     args = parser.parse_args()
     if not (args.train or args.examples):
         parser.error("give --train, or --examples from a --save-examples run")
@@ -785,7 +805,8 @@ def main() -> None:
         started_from = json.loads((args.init / "training.json").read_text(encoding="utf-8"))
         weights = hashlib.sha256((args.init / "tagger.safetensors").read_bytes()).hexdigest()[:16]
         report["init"] = {"tagger": weights, "command": started_from["command"], "frames": started_from["frames"],
-                          "examples_written_by": started_from.get("examples_written_by")}  # fmt: skip
+                          "examples_written_by": started_from.get("examples_written_by"),
+                          "layers_kept": args.init_layers}  # fmt: skip
     (args.out / "training.json").write_text(json.dumps(report, indent=1))
     print(f"-> {args.out}: best {json.dumps(report['best'])}")
 

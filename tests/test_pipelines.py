@@ -211,8 +211,8 @@ def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_
              "source": "frames", "spans": name} for dev in (True, False)]  # fmt: skip
     trainer.save_examples(tmp_path / "ex", trainer.encode_rows(rows, T.Tokens(), name_gazetteer()), {}, layers=4)
     args = Namespace(seed=0, threads=1, examples=tmp_path / "ex", layers=4, trained=2, device="cpu", lower=0.0,
-                     init=T.TAGGER_DIR, score=None, learn_rate=1e-5, name_weight=2.0, average=0.0, decay=False,
-                     out=tmp_path / "out", minutes=5.0, steps=1, batch=1, eval_every=1,
+                     init=T.TAGGER_DIR, init_layers=None, score=None, learn_rate=1e-5, name_weight=2.0, average=0.0,
+                     decay=False, out=tmp_path / "out", minutes=5.0, steps=1, batch=1, eval_every=1,
                      outside_biases=[0.0])  # fmt: skip
     trainer.train(args)
     shipped = load_file(str(tmp_path / "out" / "tagger.safetensors"))
@@ -237,7 +237,8 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
     rows = [{"text": text, "register": "frame-credit", "mentions": [], "dev": True,
              "spans": [{"start": 10, "end": 19, "label": "PERSON"}]}]  # fmt: skip
     examples = trainer.encode_rows(rows, T.Tokens(), name_gazetteer())
-    model = trainer.installed_model(4, frozen=2)
+    training = json.loads((T.TAGGER_DIR / "training.json").read_text(encoding="utf-8"))
+    model = trainer.installed_model(training["layers"], frozen=training["frozen"])
     trainer.load_tagger(model, T.TAGGER_DIR)
     shipped = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
     lower = [key for key in shipped if key.startswith("encoder.layer.0.")]
@@ -246,6 +247,27 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(monke
     scored = trainer.score(model, T.TAGGER_DIR, examples, [0.0, 50.0])["by_bias"]
     assert scored[0.0]["PERSON"] == 1.0 and scored[50.0]["PERSON"] == 0.0
     assert scored[0.0]["objective"] > scored[50.0]["objective"]
+
+
+def test_the_tagger_trainer_starts_a_smaller_tagger_from_chosen_layers_of_a_trained_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--init-layers 0 2``: a two-layer tagger whose layers are the trained one's first and third, head kept."""
+    from safetensors.torch import load_file
+
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    from vdbguard.detectors import tagger as T
+
+    shipped = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
+    model = trainer.installed_model(2, frozen=1)
+    trainer.load_tagger(model, T.TAGGER_DIR, [0, 2])
+    state = model.state_dict()
+    for kept, source in ((0, 0), (1, 2)):
+        keys = [k for k in shipped if k.startswith(f"encoder.layer.{source}.")]
+        assert keys and all(state[k.replace(f".{source}.", f".{kept}.", 1)].equal(shipped[k].float()) for k in keys)
+    assert state["head.weight"].equal(shipped["head.weight"].float())
+    assert trainer.renumbered("encoder.layer.1.output.dense.weight", [0, 2]) == ""
 
 
 def test_the_tagger_trainer_saves_what_a_gpu_trains_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
