@@ -660,7 +660,7 @@ def load_tagger(model, folder: Path, layers: Sequence[int] | None = None) -> Non
 
     trained = load_file(str(folder / "tagger.safetensors"))
     if layers is not None:
-        trained = {renumbered(k, layers): v for k, v in trained.items() if renumbered(k, layers)}
+        trained = {kept: v for k, v in trained.items() if (kept := renumbered(k, layers))}
     model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
 
 
@@ -785,6 +785,10 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.train or args.examples):
         parser.error("give --train, or --examples from a --save-examples run")
+    if args.init_layers and not (args.init or args.score):
+        parser.error("--init-layers chooses layers of --init's (or --score's) tagger: give one")
+    if args.init_layers and len(args.init_layers) != args.layers:
+        parser.error(f"--init-layers keeps {len(args.init_layers)} layers; give --layers {len(args.init_layers)}")
     if args.examples:
         with gzip.open(args.examples / "examples.jsonl.gz", "rt", encoding="utf-8") as lines:
             origin = json.loads(next(lines))
