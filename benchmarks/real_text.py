@@ -5,6 +5,11 @@ into ``--cache`` (run ``apt-get update`` once first):
 - ``wordnet``: WordNet 3.0 instance glosses (wordnet-base). Positives: people ("Name, gloss" of
   noun.person instances); negatives: places and organisations in the same shape, capitalised names that
   are not people (the hard case for a name detector).
+- ``calibration``: a dev store, to choose settings before either store above is scored: the calibration split's
+  real sentences and Jargon File lines (``vdbguard.corpus.real``) with a calibration-locale name placed, against
+  the split's clean items (hard negatives: places, products, capitalised identifiers in the same frames). Its
+  generator is the one the packaged attacks train on (other sources, other locales), so it favours them: it
+  cannot choose between what the corpus taught and what a store's own records teach.
 - ``fortunes``: fortune cookies (fortunes, fortunes-min), less the few whose text the attacks train on
   (FreeBSD's fortunes repeat some). Positives: a quote with its attribution to a person ("... -- Mark
   Twain"); negatives: cookies that name nobody (no attribution, no capitalised word past a sentence's first
@@ -42,7 +47,9 @@ from common import bench_parser
 from vdbguard.connectors.chroma import ChromaConnector
 
 from vdbguard.corpus import looks_like_person_name, mid_sentence_capitals
+from vdbguard.corpus.real import real_corpus
 from vdbguard.embedders import Embedder
+from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.owner import CalibrationOptions
@@ -125,6 +132,13 @@ def fortunes(root: Path) -> tuple[list[str], list[str]]:
             elif not mid_sentence_capitals(body) and not looks_like_person_name(body):
                 clean.append(body)
     return attributed, clean
+
+
+def calibration_split(seed: int, n: int) -> tuple[list[str], list[str]]:
+    items = real_corpus(4 * n, 2 * n, seed=seed, split="calibration")
+    people = [i.text for i in items if i.pii == {PiiType.PERSON} and usable(i.text)]
+    clean = [i.text for i in items if not i.pii and usable(i.text)]
+    return list(dict.fromkeys(people)), list(dict.fromkeys(clean))
 
 
 def build_store(path: Path, texts: list[tuple[str, bool]], model: Embedder, with_text: int) -> dict[str, bool]:
@@ -211,6 +225,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-realtext-debs"))
     parser.add_argument("--modes", default="default,any,owner,store")
+    parser.add_argument("--sources", default="wordnet,fortunes", help="of wordnet, fortunes and calibration (dev)")
     parser.add_argument("--profile", default="default")
     parser.add_argument("--target-fpr", type=float, default=0.02)
     parser.add_argument("--inversion-attack", default="bag-of-words")
@@ -220,7 +235,13 @@ def main() -> None:
     rng = random.Random(args.seed)
     minilm = Embedder()
     results = []
-    for source, (positives, negatives) in {"wordnet": wordnet(root), "fortunes": fortunes(root)}.items():
+    stores = {
+        "wordnet": lambda: wordnet(root),
+        "fortunes": lambda: fortunes(root),
+        "calibration": lambda: calibration_split(args.seed, args.n),
+    }
+    for source in args.sources.split(","):
+        positives, negatives = stores[source]()
         texts = [(t, True) for t in rng.sample(positives, args.n)] + [(t, False) for t in rng.sample(negatives, args.n)]
         rng.shuffle(texts)
         print(json.dumps({"source": source, "mode": "detector on the stored text", **label_ceiling(texts)}), flush=True)
