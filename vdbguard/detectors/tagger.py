@@ -207,9 +207,16 @@ class Tagged:
 class PersonTagger:
     """The trained tagger in ``folder``: ``find`` returns each text's names as (start, end, score). With
     ``addresses``, a folder holding an address head trained over this tagger's states, ``tag`` also returns each
-    text's postal addresses from the same pass of the encoder."""
+    text's postal addresses from the same pass of the encoder. ``bf16``: by default where the CPU multiplies bfloat16
+    natively, else float32. ``int8``: float32's matrices in int8 (``detectors.int8``), measured and not the default."""
 
-    def __init__(self, folder: Path = TAGGER_DIR, bf16: bool | None = None, addresses: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path = TAGGER_DIR,
+        bf16: bool | None = None,
+        addresses: Path | None = None,
+        int8: bool = False,
+    ) -> None:
         import torch
         from safetensors.torch import load_file
 
@@ -235,6 +242,11 @@ class PersonTagger:
         # bfloat16 where native: the same names as fp32 on 99.7% of texts (BENCHMARKS.md, "A learned PERSON tagger")
         self.dtype = torch.bfloat16 if (native_bf16() if bf16 is None else bf16) else torch.float32
         self.model = self.model.to(self.dtype).eval()
+        self.int8 = int8 and self.dtype == torch.float32
+        if self.int8:
+            from vdbguard.detectors import int8 as quantised
+
+            quantised.quantise(self.model, quantised.load_bounds(folder, tagger_digest(folder)))
         self.address_head = None if addresses is None else AddressHead(addresses, tagger_digest(folder))
         self.tokens = Tokens()
         from vdbguard.detectors.lexicon import name_gazetteer
