@@ -30,7 +30,7 @@ def bounds_file(folder: Path) -> Path:
 
 def int8_kernel() -> bool:
     """Whether torch here has fbgemm's int8 kernels (x86) and the quantised tensors they read, which torch deprecates
-    (2.13): elsewhere the tagger stays in float32."""
+    (2.13)."""
     if not {"fbgemm", "x86"} & set(torch.backends.quantized.supported_engines):
         return False
     try:
@@ -83,6 +83,8 @@ def load_bounds(folder: Path, tagger: str) -> dict[str, float]:
 
 def quantise(model: Any, bounds: dict[str, float]) -> None:
     """Replace every encoder linear of ``model`` by its bounded int8 form, in place."""
+    if not int8_kernel():
+        raise VdbguardError("torch has no int8 kernel on this machine", "run the tagger without int8")
     linears = list(encoder_linears(model))
     if {name for name, *_ in linears} != set(bounds):
         raise VdbguardError("the tagger's int8 bounds name other layers than it has", "reinstall vdbguard")
