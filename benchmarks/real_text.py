@@ -10,6 +10,9 @@ into ``--cache`` (run ``apt-get update`` once first):
   the split's clean items (hard negatives: places, products, capitalised identifiers in the same frames). Its
   generator is the one the packaged attacks train on (other sources, other locales), so it favours them: it
   cannot choose between what the corpus taught and what a store's own records teach.
+- ``fortunes-train`` and ``fortunes-train-surnames``: dev stores built as ``fortunes`` is, from FreeBSD's fortunes
+  (the PII detector's train split, fetched by ``detector_real.py`` into its cache), the second with each attribution
+  cut to its surname ("-- Nixon"), which the detector misses more often. The attacks train on some of this text.
 - ``fortunes``: fortune cookies (fortunes, fortunes-min), less the few whose text the attacks train on
   (FreeBSD's fortunes repeat some). Positives: a quote with its attribution to a person ("... -- Mark
   Twain"); negatives: cookies that name nobody (no attribution, no capitalised word past a sentence's first
@@ -41,6 +44,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from common import bench_parser
@@ -113,25 +117,50 @@ def normalised(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def fortunes(root: Path) -> tuple[list[str], list[str]]:
-    attributed, clean = [], []
-    seen = trained_on()
-    for path in sorted(glob.glob(str(root / "usr/share/games/fortunes/*"))):
-        if LEFT_OUT_FORTUNES.search(Path(path).name):
+def cookies(paths: list[Path]) -> Iterator[tuple[str, re.Match[str] | None]]:
+    """Each cookie's body and its attribution line's match, if it has one."""
+    for path in paths:
+        if LEFT_OUT_FORTUNES.search(path.name):
             continue
-        for cookie in Path(path).read_text(encoding="latin-1").split("\n%\n"):
+        for cookie in path.read_text(encoding="latin-1").split("\n%\n"):
             lines = cookie.strip("\n").split("\n")
             match = ATTRIBUTION.match(lines[-1]) if len(lines) > 1 else None
-            body = re.sub(r"\s+", " ", " ".join(lines[:-1] if match else lines)).strip()
-            if not usable(body) or normalised(body)[:60] in seen:
-                continue
-            if match:
-                name = re.split(r",|\(| in | on ", match.group(1))[0].strip().strip('"')
-                if PERSON_NAME.match(name):
-                    attributed.append(f"{body} -- {name}")
-            elif not mid_sentence_capitals(body) and not looks_like_person_name(body):
-                clean.append(body)
+            yield re.sub(r"\s+", " ", " ".join(lines[:-1] if match else lines)).strip(), match
+
+
+def fortunes(
+    paths: list[Path], seen: str | frozenset[str] | None = None, surnames: bool = False
+) -> tuple[list[str], list[str]]:
+    """Attributed cookies and cookies naming nobody, less those ``seen`` holds (normalised; by default the text the
+    attacks train on); ``surnames``: each attribution cut to its last word ("-- Nixon")."""
+    attributed, clean = [], []
+    seen = trained_on() if seen is None else seen
+    for body, match in cookies(paths):
+        if not usable(body) or normalised(body)[:60] in seen:
+            continue
+        if match:
+            name = re.split(r",|\(| in | on ", match.group(1))[0].strip().strip('"')
+            if PERSON_NAME.match(name):
+                attributed.append(f"{body} -- {name.split()[-1] if surnames else name}")
+        elif not mid_sentence_capitals(body) and not looks_like_person_name(body):
+            clean.append(body)
     return attributed, clean
+
+
+def eval_fortunes(root: Path) -> list[Path]:
+    return sorted(Path(path) for path in glob.glob(str(root / "usr/share/games/fortunes/*")))
+
+
+def evaluated(root: Path) -> frozenset[str]:
+    """The Debian cookies' openings, normalised: a dev store holds none of them (FreeBSD's fortunes repeat many)."""
+    return frozenset(normalised(body)[:60] for body, _ in cookies(eval_fortunes(root)))
+
+
+def train_fortunes(cache: Path) -> list[Path]:
+    """FreeBSD's fortune files (PyPI), the detector's train split: ``detector_real.py``'s packages, in its cache."""
+    import detector_real
+
+    return detector_real.fortune_paths(detector_real.unpack(cache.parent / "vdbguard-detector-real"), "train")
 
 
 def calibration_split(seed: int, n: int) -> tuple[list[str], list[str]]:
@@ -225,7 +254,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-realtext-debs"))
     parser.add_argument("--modes", default="default,any,owner,store")
-    parser.add_argument("--sources", default="wordnet,fortunes", help="of wordnet, fortunes and calibration (dev)")
+    parser.add_argument(
+        "--sources",
+        default="wordnet,fortunes",
+        help="of wordnet, fortunes and, for dev, calibration, fortunes-train and fortunes-train-surnames",
+    )
     parser.add_argument("--profile", default="default")
     parser.add_argument("--target-fpr", type=float, default=0.02)
     parser.add_argument("--inversion-attack", default="bag-of-words")
@@ -237,7 +270,9 @@ def main() -> None:
     results = []
     stores = {
         "wordnet": lambda: wordnet(root),
-        "fortunes": lambda: fortunes(root),
+        "fortunes": lambda: fortunes(eval_fortunes(root)),
+        "fortunes-train": lambda: fortunes(train_fortunes(args.cache), evaluated(root)),
+        "fortunes-train-surnames": lambda: fortunes(train_fortunes(args.cache), evaluated(root), surnames=True),
         "calibration": lambda: calibration_split(args.seed, args.n),
     }
     for source in args.sources.split(","):

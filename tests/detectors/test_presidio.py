@@ -208,3 +208,11 @@ def test_the_trained_ner_loads_over_the_installed_pipeline_of_its_version(tmp_pa
 def test_only_the_older_versions_count_a_listed_name_alone() -> None:
     assert PresidioNerDetector.gazetteer == "every", "version 6 counts every listed word, as version 5 did"
     assert PresidioDetector.gazetteer == "none", "the default's tagger reads the list as a feature, never alone"
+
+
+def test_it_is_unsure_of_a_text_whose_name_it_nearly_found_and_sure_of_clean_ones(detector: PresidioDetector) -> None:
+    from tests.detectors.test_tagger import CLEAN, NEARLY_NAMED
+
+    texts = [*NEARLY_NAMED, *CLEAN]
+    assert [types_in(detector, text) for text in texts] == [set()] * 4
+    assert detector.unsure_of(texts) == [True, True, False, False]

@@ -90,6 +90,7 @@ def test_an_early_worker_detects_alone_and_this_process_never_loads_the_detector
     try:
         assert shared.detect_many(texts[:-1]) == expected[:-1]  # waits for the worker, however long it takes
         assert shared.detect(texts[-1]) == expected[-1]
+        assert shared.unsure_of(texts[:40]) == PresidioDetector().unsure_of(texts[:40])
         assert shared._detector is None
         shared.close()
         assert early.process.poll() is None, "the early worker is its caller's to stop"
@@ -154,6 +155,8 @@ def test_a_worker_of_a_detector_that_runs_a_model_may_import_torch_and_finds_wha
     try:
         assert worker.await_ready(), "the worker never built the tagger"
         assert worker.detect(texts) == load_detector("presidio").detect_many(texts)
+        nearly = ["Reviewed on Friday. Best, Aarnav", *texts]
+        assert worker.unsure_of(nearly) == load_detector("presidio").unsure_of(nearly) == [True, False, False, False]
     finally:
         worker.stop()
 

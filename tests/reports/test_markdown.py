@@ -106,6 +106,7 @@ def report_with(value: str, masked: bool = False, recovered: str | None = None) 
         calibration=OwnerCalibration(
             used=True,
             records_labelled=10,
+            records_unsure=2,
             records_with_pii=4,
             folds={"probes": 3},
             target_false_positive_rate=0.05,
@@ -201,6 +202,7 @@ def assert_same_structure(hostile: Rendered, plain: Rendered) -> None:
 
 def test_hostile_store_values_add_no_markup_and_stay_readable(tmp_path: Path) -> None:
     plain = Rendered(render_markdown(report_with(PLAIN)))
+    assert "2 of them set no cutoff" in render_markdown(report_with(PLAIN))
     assert {"h1", "h2", "table", "code", "strong", "ul"} <= plain.tag_names
     for value, readable in HOSTILE.items():
         [path] = write_reports(report_with(value), tmp_path, ["md"])

@@ -23,7 +23,7 @@ from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.engine import FUSED
-from vdbguard.scan.owner import CalibrationOptions, StoreProbe, fitted_for
+from vdbguard.scan.owner import CalibrationOptions, LabelledSample, StoreProbe, fitted_for
 from vdbguard.scan.verdict import StackedVerdict
 
 pytestmark = pytest.mark.slow(minutes=3)
@@ -189,6 +189,19 @@ def test_a_saved_calibration_is_refused_for_another_model_and_kept_across_float_
     assert not fitted_for(saved, "bbbb", (np.asarray(probes) + 1e-2).tolist())
     assert not fitted_for(saved, "bbbb", None)  # --embedder store: only the fingerprint can say
     assert not fitted_for({"embedder": "aaaa"}, "bbbb", probes)  # saved before probes were recorded
+
+
+def test_records_labelled_clean_whose_text_nearly_named_someone_set_no_cutoff() -> None:
+    """A person the detector missed, counted clean, sits among the top clean scores that set the cutoffs."""
+    from tests.detectors.test_tagger import CLEAN, NEARLY_NAMED
+    from vdbguard.detectors import load_detector
+
+    detector = load_detector()
+    texts = [*NEARLY_NAMED, *CLEAN, "Recompute the lower diagonal of the matrix. cc T. Lindqvist"]
+    records = [VectorRecord(f"r{i}", [0.5, 0.5], payload={"text": text}) for i, text in enumerate(texts)]
+    sample = LabelledSample(records, detector.detect_many(texts))
+    assert sample.labels == [frozenset()] * 4 + [frozenset({PiiType.PERSON})]
+    assert sample.sure_rows(detector) == [2, 3, 4]  # a record with PII stays, whatever else was nearly found in it
 
 
 def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_cache: Path) -> None:

@@ -75,6 +75,11 @@ class Detector(ABC):
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         return [self.detect(text) for text in texts]
 
+    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
+        """Which texts hold PII the detector nearly reported. Owner-side calibration leaves those it labelled clean
+        out of what it learns from: a person the detector missed, counted clean, raised the cutoffs. None here."""
+        return [False] * len(texts)
+
     def expect(self, texts: int) -> None:  # noqa: B027  # a hint most detectors have no use for
         """A hint that about ``texts`` more texts are coming (a calibration sample): a detector spread over processes
         starts using every core now rather than once the scan has proved big."""

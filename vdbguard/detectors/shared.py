@@ -37,6 +37,7 @@ START_AFTER = 2_000  # texts read in this process first: a small scan never pays
 CHUNK = 64  # texts per request: small enough that no core waits long for the last one
 READY = "ready"
 SETTINGS_FLAG = "--settings-on-stdin"  # the worker reads its DetectorSettings as JSON from its first input line
+UNSURE_OF = "unsure_of"  # a line {"unsure_of": [texts]} asks the worker Detector.unsure_of instead of detect_many
 START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
 MEMO_CHARS = 20_000_000  # characters of text whose detections a process keeps (see ``Memo``)
 
@@ -136,6 +137,18 @@ class DetectorWorker:
             self.alive = False
             raise WorkerGone(f"{len(found)} answers for {len(texts)} texts")
         return found
+
+    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
+        try:
+            self._send(json.dumps({UNSURE_OF: list(texts)}))
+            answers = json.loads(self._read())
+        except (OSError, ValueError) as exc:
+            self.alive = False
+            raise WorkerGone(str(exc)) from exc
+        if not isinstance(answers, list) or len(answers) != len(texts):
+            self.alive = False
+            raise WorkerGone(f"{answers!r:.80} is no answer for {len(texts)} texts")
+        return [bool(answer) for answer in answers]
 
     def stop(self) -> None:
         self.alive = False
@@ -288,6 +301,14 @@ class ProcessSharedDetector(Detector):
             MEMO.put(identity, found)
             known |= found
         return [list(known[text]) for text in texts]  # each caller's list its own; the memo's are never handed out
+
+    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
+        """Asked of a worker that has the detector built, or of this process's."""
+        here = self._detector is not None or self._plugin.loaded_here()
+        for worker in self._ready_workers(wait=not here):
+            with contextlib.suppress(WorkerGone):
+                return worker.unsure_of(texts)
+        return self.detector.unsure_of(texts)
 
     def _detect_fresh(self, texts: Sequence[str]) -> list[list[Detection]]:
         self._read += len(texts)

@@ -196,12 +196,14 @@ def spans_of(
     return [(start, end, sum(scores) / len(scores)) for start, end, scores in names]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Tagged:
-    """A text's names and postal addresses, each as (start, end, score)."""
+    """A text's names and postal addresses, each as (start, end, score); ``doubt``: the highest probability the
+    tagger gave a word outside every name of being in one (a name it nearly found)."""
 
     names: list[tuple[int, int, float]]
     addresses: list[tuple[int, int, float]]
+    doubt: float = 0.0
 
 
 class PersonTagger:
@@ -262,6 +264,9 @@ class PersonTagger:
         for index, offsets, probabilities, states in self.read(texts, batch_size, self.address_head is not None):
             spans = spans_of(probabilities, offsets, self.outside_bias)
             found[index].names.extend(span for span in spans if not glued_to_digits(texts[index], *span[:2]))
+            outside = [begin + inside for (start, end), (_, begin, inside) in zip(offsets, probabilities, strict=True)
+                       if not any(s <= start and end <= e for s, e, _ in spans)]  # fmt: skip
+            found[index].doubt = max([found[index].doubt, *outside])
             if self.address_head is not None:
                 found[index].addresses.extend(self.address_head.spans(states, offsets))
         for text, tagged in zip(texts, found, strict=True):

@@ -2,7 +2,8 @@
 ``ProcessSharedDetector``; with the flag, its first line of input is the detector's settings as JSON).
 
 It prints ``ready`` once its detector is built, then answers each line of input, a JSON list of texts, with one
-line: a JSON list of each text's detections. It exits at the end of its input, so it never outlives its scan.
+line: a JSON list of each text's detections (``{"unsure_of": [texts]}``: a list of booleans, ``unsure_of``'s).
+It exits at the end of its input, so it never outlives its scan.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ sys.modules["transformers"] = None  # type: ignore[assignment]
 def main() -> None:
     from vdbguard import plugins
     from vdbguard.detectors import load_detector
-    from vdbguard.detectors.shared import READY, SETTINGS_FLAG, encode
+    from vdbguard.detectors.shared import READY, SETTINGS_FLAG, UNSURE_OF, encode
     from vdbguard.identifiers import DetectorSettings
 
     if plugins.load("detectors", sys.argv[1]).uses_torch:
@@ -39,7 +40,11 @@ def main() -> None:
     gc.freeze()  # the loaded pipeline lives as long as this process: the cyclic collector need not walk it
     print(READY, file=answers, flush=True)
     for line in sys.stdin:
-        print(encode(detector.detect_many(json.loads(line))), file=answers, flush=True)
+        request = json.loads(line)
+        if isinstance(request, dict):
+            print(json.dumps(detector.unsure_of(request[UNSURE_OF])), file=answers, flush=True)
+        else:
+            print(encode(detector.detect_many(request)), file=answers, flush=True)
 
 
 if __name__ == "__main__":

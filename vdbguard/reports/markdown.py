@@ -244,6 +244,11 @@ def _quality(report: Report) -> list[str]:
             f"{c.held_out_recall}, false-positive rate {c.held_out_false_positive_rate} (against the detector's "
             "labels, so no better than the detector).",
         ]
+        if c.records_unsure:
+            lines += [
+                f"{c.records_unsure} of them set no cutoff: the detector found no PII in their text but nearly found "
+                "some, and a name it missed, counted clean, would raise the cutoffs."
+            ]
         if c.aligned_to:
             lines += [f"Attacks ran aligned into {code_span(c.aligned_to)} (held-out cosine {c.alignment_cosine})."]
     if report.quality_not_measured and not report.expected_quality:

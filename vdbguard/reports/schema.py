@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 
 class Severity(StrEnum):
@@ -146,6 +146,11 @@ class OwnerCalibration(BaseModel):
     used: bool
     records_labelled: int = Field(description="records whose stored text the detector labelled")
     records_with_pii: int
+    records_unsure: int = Field(
+        default=0,
+        description="labelled records left out of the verdict's fit and the held-out numbers: the detector found no "
+        "PII in their text but nearly found some (schema 1.8)",
+    )
     folds: dict[str, int] = Field(description="cross-fitting folds for the probe scores and the held-out numbers")
     target_false_positive_rate: float
     fused_cutoffs: dict[str, float] = Field(description="PII type -> the fused probability that flags it")

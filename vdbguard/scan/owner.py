@@ -100,6 +100,14 @@ class LabelledSample:
     def __post_init__(self) -> None:
         self.labels = [frozenset(d.pii_type for d in found) for found in self.detections]
 
+    def sure_rows(self, detector: Detector) -> list[int]:
+        """The records to judge the verdict on: all but those labelled clean whose text ``detector`` is unsure of. A
+        person the detector missed, counted clean, sits among the top clean scores that set the cutoffs."""
+        clean = [i for i, label in enumerate(self.labels) if not label]
+        doubts = detector.unsure_of([self.records[i].source_text or "" for i in clean])
+        unsure = {i for i, doubt in zip(clean, doubts, strict=True) if doubt}
+        return [i for i in range(len(self.records)) if i not in unsure]
+
     def detections_by_text(self) -> dict[str, list[Detection]]:
         """What the detector found in each labelled text: the scan reads the same texts and need not detect twice."""
         return {record.source_text or "": found for record, found in zip(self.records, self.detections, strict=True)}
@@ -196,6 +204,8 @@ def calibrate_on_store(
     With ``align_to`` (a store whose own model cannot run here), the other attacks were trained for
     that packaged embedder and run on store vectors mapped into its space (``scan.alignment``).
 
+    Records labelled clean whose text the detector is unsure of (``Detector.unsure_of``) teach the probe but are
+    left out of the verdict and the held-out quality.
     Cross-fitted, so every record both teaches and is measured without being scored by a model that
     saw it: each record's probe score comes from a probe fitted on the other folds, and the held-out
     quality in the report from verdicts fitted without the fold they are measured on.
@@ -236,12 +246,15 @@ def calibrate_on_store(
             alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
         advance(1)
     final_attacks, _ = attacks_for(np.arange(n), StoreProbe.averaged(fold_probes))
-    labels = list(sample.labels)
+    sure = sample.sure_rows(detector)
+    scores = [scores[i] for i in sure]
+    labels = [sample.labels[i] for i in sure]
     verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
     advance(1)
     report = OwnerCalibration(
         used=True,
         records_labelled=n,
+        records_unsure=n - len(sure),
         records_with_pii=sum(1 for label in labels if label),
         folds={"probe": PROBE_FOLDS, "held_out": REPORT_FOLDS},
         target_false_positive_rate=target_fpr,

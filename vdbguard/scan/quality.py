@@ -26,10 +26,10 @@ MEASURED: dict[tuple[str, str], tuple[tuple[str, float, float], ...]] = {
                 ("fortune cookies attributed to a person vs naming nobody", 0.6183, 0.0233)),
     (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.74, 0.1133),
             ("fortune cookies attributed to a person vs naming nobody", 0.84, 0.1183)),
-    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.8592, 0.0009),
-              ("fortune cookies attributed to a person vs naming nobody", 0.681, 0.0247)),
-    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.8126, 0.0009),
-                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8579, 0.0177)),
+    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.9143, 0.0026),
+              ("fortune cookies attributed to a person vs naming nobody", 0.72, 0.029)),
+    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.9158, 0.0017),
+                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8712, 0.022)),
 }  # fmt: skip
 
 
