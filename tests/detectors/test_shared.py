@@ -49,6 +49,7 @@ def test_workers_find_what_one_process_finds_in_order(texts: list[str]) -> None:
         assert shared.detect_many(texts) == expected
         assert shared.detect_many(texts[::-1]) == expected[::-1]
         assert sum(map(bool, expected)) > 100
+        assert shared.unsure_of(texts) == shared.detector.unsure_of(texts)  # spread over both processes alike
     finally:
         shared.close()
     assert all(worker.process.poll() is not None for worker in shared._workers)  # closing ends them

@@ -22,9 +22,9 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import IO
+from typing import IO, TypeVar
 
 from vdbguard import plugins
 from vdbguard.detectors.base import Detection, Detector, build_detector
@@ -37,6 +37,7 @@ START_AFTER = 2_000  # texts read in this process first: a small scan never pays
 CHUNK = 64  # texts per request: small enough that no core waits long for the last one
 READY = "ready"
 SETTINGS_FLAG = "--settings-on-stdin"  # the worker reads its DetectorSettings as JSON from its first input line
+Answer = TypeVar("Answer")  # what a worker gives back for one text
 UNSURE_OF = "unsure_of"  # a line {"unsure_of": [texts]} asks the worker Detector.unsure_of instead of detect_many
 START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
 MEMO_CHARS = 20_000_000  # characters of text whose detections a process keeps (see ``Memo``)
@@ -303,12 +304,9 @@ class ProcessSharedDetector(Detector):
         return [list(known[text]) for text in texts]  # each caller's list its own; the memo's are never handed out
 
     def unsure_of(self, texts: Sequence[str]) -> list[bool]:
-        """Asked of a worker that has the detector built, or of this process's."""
+        """Spread over the workers as detection is, and this process where it has the detector built."""
         here = self._detector is not None or self._plugin.loaded_here()
-        for worker in self._ready_workers(wait=not here):
-            with contextlib.suppress(WorkerGone):
-                return worker.unsure_of(texts)
-        return self.detector.unsure_of(texts)
+        return self._spread(texts, here, lambda chunk: self.detector.unsure_of(chunk), DetectorWorker.unsure_of)
 
     def _detect_fresh(self, texts: Sequence[str]) -> list[list[Detection]]:
         self._read += len(texts)
@@ -316,11 +314,22 @@ class ProcessSharedDetector(Detector):
         if big:
             self._start_workers()
         here = self._detector is not None or big or self._plugin.loaded_here()  # this process detects too
+        return self._spread(texts, here, lambda chunk: self.detector.detect_many(chunk), DetectorWorker.detect)
+
+    def _spread(
+        self,
+        texts: Sequence[str],
+        here: bool,
+        local: Callable[[Sequence[str]], list[Answer]],
+        remote: Callable[[DetectorWorker, Sequence[str]], list[Answer]],
+    ) -> list[Answer]:
+        """Each text's answer, in order: chunks from the front go to the ready workers, from the end to this process
+        (``here``), and a chunk a worker fails to answer is answered here."""
         ready = self._ready_workers(wait=not here)
         if not ready or (here and len(texts) <= CHUNK):
-            return self.detector.detect_many(texts)
+            return local(texts)
         chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
-        found: dict[int, list[list[Detection]]] = {}
+        found: dict[int, list[Answer]] = {}
         pending, lock = deque(range(len(chunks))), threading.Lock()
 
         def feed(worker: DetectorWorker) -> None:
@@ -330,7 +339,7 @@ class ProcessSharedDetector(Detector):
                         return
                     index = pending.popleft()
                 try:
-                    found[index] = worker.detect(chunks[index])
+                    found[index] = remote(worker, chunks[index])
                 except WorkerGone as exc:
                     log.warning("a PII detector worker stopped (%s); this process detects its share", exc)
                     with lock:
@@ -344,13 +353,13 @@ class ProcessSharedDetector(Detector):
                 if not pending:
                     break
                 index = pending.pop()
-            found[index] = self.detector.detect_many(chunks[index])
+            found[index] = local(chunks[index])
         for feeder in feeders:
             feeder.join()
         for index in range(len(chunks)):  # what a worker gave back after this process had finished, or never
             if index not in found:
-                found[index] = self.detector.detect_many(chunks[index])
-        return [detections for index in range(len(chunks)) for detections in found[index]]
+                found[index] = local(chunks[index])
+        return [answer for index in range(len(chunks)) for answer in found[index]]
 
     def _ready_workers(self, wait: bool) -> list[DetectorWorker]:
         """The workers that can take a chunk now; with ``wait`` (nothing built here to detect with), after
