@@ -156,11 +156,12 @@ def evaluated(root: Path) -> frozenset[str]:
     return frozenset(normalised(body)[:60] for body, _ in cookies(eval_fortunes(root)))
 
 
-def train_fortunes(cache: Path) -> list[Path]:
-    """FreeBSD's fortune files (PyPI), the detector's train split: ``detector_real.py``'s packages, in its cache."""
+def train_fortunes() -> list[Path]:
+    """FreeBSD's fortune files (PyPI), the detector's train split: ``detector_real.py``'s packages, in its default
+    cache."""
     import detector_real
 
-    return detector_real.fortune_paths(detector_real.unpack(cache.parent / "vdbguard-detector-real"), "train")
+    return detector_real.fortune_paths(detector_real.unpack(detector_real.CACHE), "train")
 
 
 def calibration_split(seed: int, n: int) -> tuple[list[str], list[str]]:
@@ -271,8 +272,8 @@ def main() -> None:
     stores = {
         "wordnet": lambda: wordnet(root),
         "fortunes": lambda: fortunes(eval_fortunes(root)),
-        "fortunes-train": lambda: fortunes(train_fortunes(args.cache), evaluated(root)),
-        "fortunes-train-surnames": lambda: fortunes(train_fortunes(args.cache), evaluated(root), surnames=True),
+        "fortunes-train": lambda: fortunes(train_fortunes(), evaluated(root)),
+        "fortunes-train-surnames": lambda: fortunes(train_fortunes(), evaluated(root), surnames=True),
         "calibration": lambda: calibration_split(args.seed, args.n),
     }
     for source in args.sources.split(","):

@@ -64,6 +64,13 @@ def decode(line: str) -> list[list[Detection]]:
     return [[Detection(**{**d, "pii_type": pii_type_of(d["pii_type"])}) for d in found] for found in json.loads(line)]
 
 
+def booleans(line: str) -> list[bool]:
+    answers = json.loads(line)
+    if not isinstance(answers, list) or not all(isinstance(answer, bool) for answer in answers):
+        raise ValueError(f"{line[:80]!r} is no list of booleans")
+    return answers
+
+
 class WorkerGone(Exception):
     """A worker exited or answered out of protocol; its chunk is detected in this process instead."""
 
@@ -128,28 +135,23 @@ class DetectorWorker:
         return self.plugin == plugin and (self.settings and self.settings.digest()) == theirs
 
     def detect(self, texts: Sequence[str]) -> list[list[Detection]]:
+        return self._ask(json.dumps(list(texts)), decode, len(texts))
+
+    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
+        return self._ask(json.dumps({UNSURE_OF: list(texts)}), booleans, len(texts))
+
+    def _ask(self, request: str, answers_of: Callable[[str], list[Answer]], texts: int) -> list[Answer]:
+        """One request line, one answer line per text; a worker that answers out of protocol is gone."""
         try:
-            self._send(json.dumps(list(texts)))
-            found = decode(self._read())
+            self._send(request)
+            answers = answers_of(self._read())
         except (OSError, ValueError, TypeError, KeyError) as exc:
             self.alive = False
             raise WorkerGone(str(exc)) from exc
-        if len(found) != len(texts):
+        if len(answers) != texts:
             self.alive = False
-            raise WorkerGone(f"{len(found)} answers for {len(texts)} texts")
-        return found
-
-    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
-        try:
-            self._send(json.dumps({UNSURE_OF: list(texts)}))
-            answers = json.loads(self._read())
-        except (OSError, ValueError) as exc:
-            self.alive = False
-            raise WorkerGone(str(exc)) from exc
-        if not isinstance(answers, list) or len(answers) != len(texts):
-            self.alive = False
-            raise WorkerGone(f"{answers!r:.80} is no answer for {len(texts)} texts")
-        return [bool(answer) for answer in answers]
+            raise WorkerGone(f"{len(answers)} answers for {texts} texts")
+        return answers
 
     def stop(self) -> None:
         self.alive = False

@@ -196,7 +196,7 @@ def spans_of(
     return [(start, end, sum(scores) / len(scores)) for start, end, scores in names]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tagged:
     """A text's names and postal addresses, each as (start, end, score); ``doubt``: the highest probability the
     tagger gave a word outside every name of being in one (a name it nearly found)."""
@@ -260,19 +260,21 @@ class PersonTagger:
         return [tagged.names for tagged in self.tag(texts, batch_size)]
 
     def tag(self, texts: Sequence[str], batch_size: int = 32) -> list[Tagged]:
-        found = [Tagged([], []) for _ in texts]
+        names: list[list[tuple[int, int, float]]] = [[] for _ in texts]
+        addresses: list[list[tuple[int, int, float]]] = [[] for _ in texts]
+        doubts = [0.0] * len(texts)
         for index, offsets, probabilities, states in self.read(texts, batch_size, self.address_head is not None):
             spans = spans_of(probabilities, offsets, self.outside_bias)
-            found[index].names.extend(span for span in spans if not glued_to_digits(texts[index], *span[:2]))
-            outside = [begin + inside for (start, end), (_, begin, inside) in zip(offsets, probabilities, strict=True)
-                       if not any(s <= start and end <= e for s, e, _ in spans)]  # fmt: skip
-            found[index].doubt = max([found[index].doubt, *outside])
+            names[index].extend(span for span in spans if not glued_to_digits(texts[index], *span[:2]))
+            for (start, end), (_, begin, inside) in zip(offsets, probabilities, strict=True):
+                if not any(s <= start and end <= e for s, e, _ in spans):
+                    doubts[index] = max(doubts[index], begin + inside)
             if self.address_head is not None:
-                found[index].addresses.extend(self.address_head.spans(states, offsets))
-        for text, tagged in zip(texts, found, strict=True):
-            tagged.names[:] = through_middle_initials(text, tagged.names)
-            tagged.addresses.sort()
-        return found
+                addresses[index].extend(self.address_head.spans(states, offsets))
+        return [
+            Tagged(through_middle_initials(text, found), sorted(places), doubt)
+            for text, found, places, doubt in zip(texts, names, addresses, doubts, strict=True)
+        ]
 
     def prepare(self, texts: Sequence[str]) -> None:
         """Tag a batch at once (what the model is fast at), for ``tagged`` to answer from; ``prepare([])`` forgets."""
