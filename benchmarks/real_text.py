@@ -156,12 +156,11 @@ def evaluated(root: Path) -> frozenset[str]:
     return frozenset(normalised(body)[:60] for body, _ in cookies(eval_fortunes(root)))
 
 
-def train_fortunes() -> list[Path]:
-    """FreeBSD's fortune files (PyPI), the detector's train split: ``detector_real.py``'s packages, in its default
-    cache."""
+def train_fortunes(cache: Path) -> list[Path]:
+    """FreeBSD's fortune files (PyPI), the detector's train split: ``detector_real.py``'s packages, in its cache."""
     import detector_real
 
-    return detector_real.fortune_paths(detector_real.unpack(detector_real.CACHE), "train")
+    return detector_real.fortune_paths(detector_real.unpack(cache), "train")
 
 
 def calibration_split(seed: int, n: int) -> tuple[list[str], list[str]]:
@@ -254,6 +253,9 @@ def main() -> None:
     parser = bench_parser(__doc__, n=600, with_text=800, seed=0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-realtext-debs"))
+    parser.add_argument(
+        "--train-cache", type=Path, default=Path("/tmp/vdbguard-detector-real"), help="detector_real.py's --cache"
+    )
     parser.add_argument("--modes", default="default,any,owner,store")
     parser.add_argument(
         "--sources",
@@ -272,8 +274,8 @@ def main() -> None:
     stores = {
         "wordnet": lambda: wordnet(root),
         "fortunes": lambda: fortunes(eval_fortunes(root)),
-        "fortunes-train": lambda: fortunes(train_fortunes(), evaluated(root)),
-        "fortunes-train-surnames": lambda: fortunes(train_fortunes(), evaluated(root), surnames=True),
+        "fortunes-train": lambda: fortunes(train_fortunes(args.train_cache), evaluated(root)),
+        "fortunes-train-surnames": lambda: fortunes(train_fortunes(args.train_cache), evaluated(root), surnames=True),
         "calibration": lambda: calibration_split(args.seed, args.n),
     }
     for source in args.sources.split(","):
