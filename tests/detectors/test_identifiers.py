@@ -168,7 +168,7 @@ def test_a_worker_process_builds_the_same_identifiers(custom) -> None:
         assert worker.await_ready(), "the worker read its settings and built its detector"
         shared = ProcessSharedDetector(PresidioDetector, processes=2, early=worker, settings=custom.settings)
         assert shared.detect_many(texts) == custom.detect_many(texts)
-        assert any(d.pii_type == "CUSTOM:CODENAME" for d in worker.detect(texts[:1])[0])
+        assert any(d.pii_type == "CUSTOM:CODENAME" for d in worker.read(texts[:1])[0].detections)
     finally:
         worker.stop()
 

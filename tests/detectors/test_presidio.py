@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from vdbguard.detectors.lexicon import name_gazetteer
-from vdbguard.detectors.presidio import PresidioDetector, PresidioNerDetector, PresidioSmDetector
+from vdbguard.detectors.presidio import WINDOW, PresidioDetector, PresidioNerDetector, PresidioSmDetector
 from vdbguard.detectors.recognizers.titled_name import TitledNameRecognizer
 from vdbguard.pii import PiiType
 
@@ -215,4 +215,6 @@ def test_it_is_unsure_of_a_text_whose_name_it_nearly_found_and_sure_of_clean_one
 
     texts = [*NEARLY_NAMED, *CLEAN]
     assert [types_in(detector, text) for text in texts] == [set()] * 4
-    assert detector.unsure_of(texts) == [True, True, False, False]
+    assert [reading.unsure for reading in detector.read_many(texts)] == [True, True, False, False]
+    long = "Export the report every Monday. " * 700 + NEARLY_NAMED[0]  # past one window: its windows read at once
+    assert [reading.unsure for reading in detector.read_many([long, long[:WINDOW]])] == [True, False]

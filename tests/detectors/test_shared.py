@@ -8,6 +8,7 @@ import pytest
 
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors import load_detector
+from vdbguard.detectors.base import Reading
 from vdbguard.detectors.presidio import WINDOW, PresidioDetector
 from vdbguard.detectors.shared import (
     CHUNK,
@@ -19,6 +20,7 @@ from vdbguard.detectors.shared import (
 )
 
 pytestmark = pytest.mark.slow(minutes=4)
+NONE = Reading([])
 
 
 @pytest.fixture(autouse=True)
@@ -43,13 +45,12 @@ def ready(shared: ProcessSharedDetector) -> ProcessSharedDetector:
 def test_workers_find_what_one_process_finds_in_order(texts: list[str]) -> None:
     shared = ready(ProcessSharedDetector(PresidioDetector(), processes=2, start_after=0))
     try:
-        expected = shared.detector.detect_many(texts)
-        answered = shared._workers[0].detect(texts[:CHUNK])  # what crosses the pipe decodes to the same
+        expected = shared.detector.read_many(texts)
+        answered = shared._workers[0].read(texts[:CHUNK])  # what crosses the pipe decodes to the same
         assert answered == expected[:CHUNK]
-        assert shared.detect_many(texts) == expected
-        assert shared.detect_many(texts[::-1]) == expected[::-1]
-        assert sum(map(bool, expected)) > 100
-        assert shared.unsure_of(texts) == shared.detector.unsure_of(texts)  # spread over both processes alike
+        assert shared.read_many(texts) == expected
+        assert shared.detect_many(texts[::-1]) == [reading.detections for reading in expected[::-1]]
+        assert sum(bool(reading.detections) for reading in expected) > 100
     finally:
         shared.close()
     assert all(worker.process.poll() is not None for worker in shared._workers)  # closing ends them
@@ -91,7 +92,6 @@ def test_an_early_worker_detects_alone_and_this_process_never_loads_the_detector
     try:
         assert shared.detect_many(texts[:-1]) == expected[:-1]  # waits for the worker, however long it takes
         assert shared.detect(texts[-1]) == expected[-1]
-        assert shared.unsure_of(texts[:40]) == PresidioDetector().unsure_of(texts[:40])
         assert shared._detector is None
         shared.close()
         assert early.process.poll() is None, "the early worker is its caller's to stop"
@@ -155,9 +155,9 @@ def test_a_worker_of_a_detector_that_runs_a_model_may_import_torch_and_finds_wha
     worker = DetectorWorker("presidio")
     try:
         assert worker.await_ready(), "the worker never built the tagger"
-        assert worker.detect(texts) == load_detector("presidio").detect_many(texts)
-        nearly = ["Reviewed on Friday. Best, Aarnav", *texts]
-        assert worker.unsure_of(nearly) == load_detector("presidio").unsure_of(nearly) == [True, False, False, False]
+        read = ["Reviewed on Friday. Best, Aarnav", *texts]
+        assert worker.read(read) == load_detector("presidio").read_many(read)
+        assert [reading.unsure for reading in worker.read(read)] == [True, False, False, False]
     finally:
         worker.stop()
 
@@ -167,9 +167,9 @@ def test_a_text_detected_before_is_looked_up_not_detected_again(texts: list[str]
     asked: list[str] = []
 
     class Counted(PresidioDetector):
-        def detect_many(self, batch):
+        def read_many(self, batch):
             asked.extend(batch)
-            return super().detect_many(batch)
+            return super().read_many(batch)
 
     first, second = ProcessSharedDetector(Counted(), processes=1), ProcessSharedDetector(Counted(), processes=1)
     expected = first.detect_many(texts[:40])
@@ -185,12 +185,12 @@ def test_a_text_detected_before_is_looked_up_not_detected_again(texts: list[str]
     assert asked == texts[:40]
 
 
-def test_a_memo_keeps_detections_apart_per_detector_and_drops_the_oldest() -> None:
+def test_a_memo_keeps_readings_apart_per_detector_and_drops_the_oldest() -> None:
     memo = Memo(limit=10)
-    memo.put("a", {"12345": [], "abcde": []})
+    memo.put("a", {"12345": NONE, "abcde": NONE})
     assert set(memo.get("a", ["12345", "abcde"])) == {"12345", "abcde"}
     assert memo.get("b", ["12345"]) == {}
-    memo.put("b", {"xyz": []})
+    memo.put("b", {"xyz": NONE})
     assert set(memo.get("a", ["12345", "abcde"])) == {"abcde"} and set(memo.get("b", ["xyz"])) == {"xyz"}
-    memo.put("a", {"x" * 11: []})  # longer than the memo holds: never kept
+    memo.put("a", {"x" * 11: NONE})  # longer than the memo holds: never kept
     assert memo.get("a", ["x" * 11]) == {}

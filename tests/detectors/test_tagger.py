@@ -108,7 +108,7 @@ CLEAN = ["Export the report as a spreadsheet every Monday.", "Shipped from Houst
 
 
 def test_a_name_the_tagger_nearly_found_leaves_doubt_and_clean_text_none(shipped: T.PersonTagger) -> None:
-    """Owner-side calibration reads the doubt (``Detector.unsure_of``). If a retrained tagger finds these names, pick
+    """Owner-side calibration reads the doubt (``Reading.unsure``). If a retrained tagger finds these names, pick
     sign-offs it misses: the doubt is for the names it misses."""
     tagged = shipped.tag([*NEARLY_NAMED, *CLEAN, "Thanks to Ingrid Solberg for the patch."])
     assert [t.names for t in tagged[:4]] == [[], [], [], []]

@@ -199,9 +199,9 @@ def test_records_labelled_clean_whose_text_nearly_named_someone_set_no_cutoff() 
     detector = load_detector()
     texts = [*NEARLY_NAMED, *CLEAN, "Recompute the lower diagonal of the matrix. cc T. Lindqvist"]
     records = [VectorRecord(f"r{i}", [0.5, 0.5], payload={"text": text}) for i, text in enumerate(texts)]
-    sample = LabelledSample(records, detector.detect_many(texts))
+    sample = LabelledSample(records, detector.read_many(texts))
     assert sample.labels == [frozenset()] * 4 + [frozenset({PiiType.PERSON})]
-    assert sample.sure_rows(detector) == [2, 3, 4]  # a record with PII stays, whatever else was nearly found in it
+    assert sample.sure_rows() == [2, 3, 4]  # a record with PII stays, whatever else was nearly found in it
 
 
 def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_cache: Path) -> None:

@@ -22,6 +22,16 @@ class Detection:
     recognizer: str
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A text's detections; ``unsure``: the detector nearly reported PII it did not. Owner-side calibration leaves the
+    records it labelled clean and is unsure of out of what sets its cutoffs: a missed person, counted clean, raised
+    them."""
+
+    detections: list[Detection]
+    unsure: bool = False
+
+
 class Detector(ABC):
     name: ClassVar[str]
     version: ClassVar[int] = 1  # raised when a text can get other detections: verdicts keyed on it are redone
@@ -75,10 +85,9 @@ class Detector(ABC):
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         return [self.detect(text) for text in texts]
 
-    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
-        """Which texts hold PII the detector nearly reported. Owner-side calibration leaves those it labelled clean
-        out of what it learns from: a person the detector missed, counted clean, raised the cutoffs. None here."""
-        return [False] * len(texts)
+    def read_many(self, texts: Sequence[str]) -> list[Reading]:
+        """``detect_many``'s detections, each with whether the detector is unsure of the text (never, here)."""
+        return [Reading(found) for found in self.detect_many(texts)]
 
     def expect(self, texts: int) -> None:  # noqa: B027  # a hint most detectors have no use for
         """A hint that about ``texts`` more texts are coming (a calibration sample): a detector spread over processes

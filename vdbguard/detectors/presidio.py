@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.base import Detection, Detector, Reading
 from vdbguard.detectors.entities import ENTITIES, pii_type_of
 from vdbguard.errors import VdbguardError
 from vdbguard.identifiers import DetectorSettings
@@ -238,33 +238,40 @@ class PresidioDetector(Detector):
         """PII in the first ``MAX_CHARS`` characters, read in windows: spaCy refuses a text over a million
         characters (a 10 MB payload stopped the whole scan), and an embedder reads only the first ~2,000."""
         text = valid_unicode(text)
-        windows = range(0, min(len(text), self.max_chars or len(text)), WINDOW - OVERLAP)
-        return _merged(d for start in windows for d in self._detect_window(text[start : start + WINDOW], start))
+        return _merged(d for start, window in self._windows(text) for d in self._detect_window(window, start))
+
+    def _windows(self, text: str) -> list[tuple[int, str]]:
+        starts = range(0, min(len(text), self.max_chars or len(text)), WINDOW - OVERLAP)
+        return [(start, text[start : start + WINDOW]) for start in starts]
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
-        """The same as ``detect`` per text; texts of one window go through spaCy's ``pipe`` together, which
-        costs a fraction of one call per text."""
+        return [reading.detections for reading in self.read_many(texts)]
+
+    def read_many(self, texts: Sequence[str]) -> list[Reading]:
+        """The same as ``detect`` per text, each unsure where the tagger gave a word outside every name it reported at
+        least ``unsure_above``. The tagger reads every window at once (what it is fast at), and texts of one window go
+        through spaCy's ``pipe`` together, which costs a fraction of one call per text."""
         texts = [valid_unicode(text) for text in texts]
-        found: list[list[Detection] | None] = [None] * len(texts)
-        short = [i for i, text in enumerate(texts) if text.strip() and len(text) <= WINDOW]
+        windows = [[window for _, window in self._windows(text)] for text in texts]
         if self._tagger is not None:
-            self._tagger.prepare([texts[i] for i in short])
+            self._tagger.prepare([window for read in windows for window in read if window.strip()])
+        short = [i for i, text in enumerate(texts) if text.strip() and len(text) <= WINDOW]
+        found: dict[int, list[Detection]] = {}
         batch = self.analyzer.nlp_engine.process_batch([texts[i] for i in short], language="en", batch_size=64)
         for i, (text, artifacts) in zip(short, batch, strict=True):
-            results = self._analyze(text, artifacts)
-            found[i] = _merged(self._detections(text, 0, results))
+            found[i] = _merged(self._detections(text, 0, self._analyze(text, artifacts)))
+        readings = [
+            Reading(found[i] if i in found else self.detect(text), self._unsure(windows[i]))
+            for i, text in enumerate(texts)
+        ]
         if self._tagger is not None:
             self._tagger.prepare([])
-        return [
-            self.detect(text) if detections is None else detections
-            for text, detections in zip(texts, found, strict=True)
-        ]
+        return readings
 
-    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
+    def _unsure(self, windows: Sequence[str]) -> bool:
         if self._tagger is None:
-            return super().unsure_of(texts)
-        read = [valid_unicode(text)[: self.max_chars] for text in texts]
-        return [tagged.doubt >= self.unsure_above for tagged in self._tagger.tag(read)]
+            return False
+        return any(self._tagger.tagged(window).doubt >= self.unsure_above for window in windows if window.strip())
 
     def _detect_window(self, text: str, offset: int) -> list[Detection]:
         if not text.strip():

@@ -22,12 +22,12 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import IO, TypeVar
+from typing import IO
 
 from vdbguard import plugins
-from vdbguard.detectors.base import Detection, Detector, build_detector
+from vdbguard.detectors.base import Detection, Detector, Reading, build_detector
 from vdbguard.identifiers import DetectorSettings
 from vdbguard.pii import pii_type_of
 
@@ -37,8 +37,6 @@ START_AFTER = 2_000  # texts read in this process first: a small scan never pays
 CHUNK = 64  # texts per request: small enough that no core waits long for the last one
 READY = "ready"
 SETTINGS_FLAG = "--settings-on-stdin"  # the worker reads its DetectorSettings as JSON from its first input line
-Answer = TypeVar("Answer")  # what a worker gives back for one text
-UNSURE_OF = "unsure_of"  # a line {"unsure_of": [texts]} asks the worker Detector.unsure_of instead of detect_many
 START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
 MEMO_CHARS = 20_000_000  # characters of text whose detections a process keeps (see ``Memo``)
 
@@ -56,19 +54,18 @@ def worth_a_detector_worker(plugin: str) -> bool:
     return detector_cores() > 1 and not plugins.load("detectors", plugin).loaded_here()
 
 
-def encode(detections: list[list[Detection]]) -> str:
-    return json.dumps([[asdict(d) for d in found] for found in detections])
+def encode(readings: list[Reading]) -> str:
+    return json.dumps([{"detections": [asdict(d) for d in r.detections], "unsure": r.unsure} for r in readings])
 
 
-def decode(line: str) -> list[list[Detection]]:
-    return [[Detection(**{**d, "pii_type": pii_type_of(d["pii_type"])}) for d in found] for found in json.loads(line)]
-
-
-def booleans(line: str) -> list[bool]:
-    answers = json.loads(line)
-    if not isinstance(answers, list) or not all(isinstance(answer, bool) for answer in answers):
-        raise ValueError(f"{line[:80]!r} is no list of booleans")
-    return answers
+def decode(line: str) -> list[Reading]:
+    return [
+        Reading(
+            [Detection(**{**d, "pii_type": pii_type_of(d["pii_type"])}) for d in reading["detections"]],
+            bool(reading["unsure"]),
+        )
+        for reading in json.loads(line)
+    ]
 
 
 class WorkerGone(Exception):
@@ -134,23 +131,17 @@ class DetectorWorker:
         theirs = None if settings is None or settings.is_default else settings.digest()
         return self.plugin == plugin and (self.settings and self.settings.digest()) == theirs
 
-    def detect(self, texts: Sequence[str]) -> list[list[Detection]]:
-        return self._ask(json.dumps(list(texts)), decode, len(texts))
-
-    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
-        return self._ask(json.dumps({UNSURE_OF: list(texts)}), booleans, len(texts))
-
-    def _ask(self, request: str, answers_of: Callable[[str], list[Answer]], texts: int) -> list[Answer]:
-        """One request line, one answer line per text; a worker that answers out of protocol is gone."""
+    def read(self, texts: Sequence[str]) -> list[Reading]:
+        """Each text's reading (``Detector.read_many``); a worker that answers out of protocol is gone."""
         try:
-            self._send(request)
-            answers = answers_of(self._read())
+            self._send(json.dumps(list(texts)))
+            answers = decode(self._read())
         except (OSError, ValueError, TypeError, KeyError) as exc:
             self.alive = False
             raise WorkerGone(str(exc)) from exc
-        if len(answers) != texts:
+        if len(answers) != len(texts):
             self.alive = False
-            raise WorkerGone(f"{len(answers)} answers for {texts} texts")
+            raise WorkerGone(f"{len(answers)} answers for {len(texts)} texts")
         return answers
 
     def stop(self) -> None:
@@ -192,27 +183,27 @@ def _stop_all(workers: list[DetectorWorker]) -> None:
 
 
 class Memo:
-    """Texts' detections, kept per detector (identity and cut-off) for the life of the process, the oldest dropped past
+    """Texts' readings, kept per detector (identity and cut-off) for the life of the process, the oldest dropped past
     ``MEMO_CHARS``: ``protect`` reads a collection's texts in its scan before the copy, then again to redact them,
-    and a detection depends only on the detector and the text."""
+    and a reading depends only on the detector and the text."""
 
     def __init__(self, limit: int = MEMO_CHARS) -> None:
         self.limit = limit
-        self._held: dict[str, OrderedDict[str, list[Detection]]] = {}
+        self._held: dict[str, OrderedDict[str, Reading]] = {}
         self._chars = 0
         self._lock = threading.Lock()
 
-    def get(self, identity: str, texts: Sequence[str]) -> dict[str, list[Detection]]:
+    def get(self, identity: str, texts: Sequence[str]) -> dict[str, Reading]:
         with self._lock:
             held = self._held.get(identity, {})
             return {text: held[text] for text in texts if text in held}
 
-    def put(self, identity: str, found: dict[str, list[Detection]]) -> None:
+    def put(self, identity: str, found: dict[str, Reading]) -> None:
         with self._lock:
             held = self._held.setdefault(identity, OrderedDict())
-            for text, detections in found.items():
+            for text, reading in found.items():
                 if text not in held and len(text) <= self.limit:
-                    held[text] = detections
+                    held[text] = reading
                     self._chars += len(text)
             while self._chars > self.limit:
                 oldest = next(kept for kept in self._held.values() if kept)
@@ -295,43 +286,34 @@ class ProcessSharedDetector(Detector):
             self._started.extend(started)
 
     def detect_many(self, texts: Sequence[str]) -> list[list[Detection]]:
-        """Each text's detections: a text this process has detected before is looked up (``Memo``)."""
+        return [reading.detections for reading in self.read_many(texts)]
+
+    def read_many(self, texts: Sequence[str]) -> list[Reading]:
+        """Each text's reading: a text this process has read before is looked up (``Memo``)."""
         identity = json.dumps([*self.identity(), getattr(self._detector, "min_score", self.cutoff)])
         known = MEMO.get(identity, texts)
         fresh = [text for text in dict.fromkeys(texts) if text not in known]
         if fresh:
-            found = dict(zip(fresh, self._detect_fresh(fresh), strict=True))
+            found = dict(zip(fresh, self._read_fresh(fresh), strict=True))
             MEMO.put(identity, found)
             known |= found
-        return [list(known[text]) for text in texts]  # each caller's list its own; the memo's are never handed out
+        # each caller's list its own; the memo's are never handed out
+        return [Reading(list(known[text].detections), known[text].unsure) for text in texts]
 
-    def unsure_of(self, texts: Sequence[str]) -> list[bool]:
-        """Spread over the workers as detection is, and this process where it has the detector built."""
-        here = self._detector is not None or self._plugin.loaded_here()
-        return self._spread(texts, here, lambda chunk: self.detector.unsure_of(chunk), DetectorWorker.unsure_of)
-
-    def _detect_fresh(self, texts: Sequence[str]) -> list[list[Detection]]:
+    def _read_fresh(self, texts: Sequence[str]) -> list[Reading]:
+        """Each text's reading, in order: chunks from the front go to the ready workers, from the end to this process
+        (once the scan is big, or where the detector is loaded here), and a chunk a worker fails to answer is read
+        here."""
         self._read += len(texts)
         big = self._big()
         if big:
             self._start_workers()
-        here = self._detector is not None or big or self._plugin.loaded_here()  # this process detects too
-        return self._spread(texts, here, lambda chunk: self.detector.detect_many(chunk), DetectorWorker.detect)
-
-    def _spread(
-        self,
-        texts: Sequence[str],
-        here: bool,
-        local: Callable[[Sequence[str]], list[Answer]],
-        remote: Callable[[DetectorWorker, Sequence[str]], list[Answer]],
-    ) -> list[Answer]:
-        """Each text's answer, in order: chunks from the front go to the ready workers, from the end to this process
-        (``here``), and a chunk a worker fails to answer is answered here."""
+        here = self._detector is not None or big or self._plugin.loaded_here()
         ready = self._ready_workers(wait=not here)
         if not ready or (here and len(texts) <= CHUNK):
-            return local(texts)
+            return self.detector.read_many(texts)
         chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
-        found: dict[int, list[Answer]] = {}
+        found: dict[int, list[Reading]] = {}
         pending, lock = deque(range(len(chunks))), threading.Lock()
 
         def feed(worker: DetectorWorker) -> None:
@@ -341,7 +323,7 @@ class ProcessSharedDetector(Detector):
                         return
                     index = pending.popleft()
                 try:
-                    found[index] = remote(worker, chunks[index])
+                    found[index] = worker.read(chunks[index])
                 except WorkerGone as exc:
                     log.warning("a PII detector worker stopped (%s); this process detects its share", exc)
                     with lock:
@@ -355,12 +337,12 @@ class ProcessSharedDetector(Detector):
                 if not pending:
                     break
                 index = pending.pop()
-            found[index] = local(chunks[index])
+            found[index] = self.detector.read_many(chunks[index])
         for feeder in feeders:
             feeder.join()
         for index in range(len(chunks)):  # what a worker gave back after this process had finished, or never
             if index not in found:
-                found[index] = local(chunks[index])
+                found[index] = self.detector.read_many(chunks[index])
         return [answer for index in range(len(chunks)) for answer in found[index]]
 
     def _ready_workers(self, wait: bool) -> list[DetectorWorker]:

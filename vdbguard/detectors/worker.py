@@ -2,7 +2,7 @@
 ``ProcessSharedDetector``; with the flag, its first line of input is the detector's settings as JSON).
 
 It prints ``ready`` once its detector is built, then answers each line of input, a JSON list of texts, with one
-line: a JSON list of each text's detections (``{"unsure_of": [texts]}``: a list of booleans, ``unsure_of``'s).
+line: a JSON list of each text's reading (``Detector.read_many``: ``{"detections": [...], "unsure": false}``).
 It exits at the end of its input, so it never outlives its scan.
 """
 
@@ -22,7 +22,7 @@ sys.modules["transformers"] = None  # type: ignore[assignment]
 def main() -> None:
     from vdbguard import plugins
     from vdbguard.detectors import load_detector
-    from vdbguard.detectors.shared import READY, SETTINGS_FLAG, UNSURE_OF, encode
+    from vdbguard.detectors.shared import READY, SETTINGS_FLAG, encode
     from vdbguard.identifiers import DetectorSettings
 
     if plugins.load("detectors", sys.argv[1]).uses_torch:
@@ -40,11 +40,7 @@ def main() -> None:
     gc.freeze()  # the loaded pipeline lives as long as this process: the cyclic collector need not walk it
     print(READY, file=answers, flush=True)
     for line in sys.stdin:
-        request = json.loads(line)
-        if isinstance(request, dict):
-            print(json.dumps(detector.unsure_of(request[UNSURE_OF])), file=answers, flush=True)
-        else:
-            print(encode(detector.detect_many(request)), file=answers, flush=True)
+        print(encode(detector.read_many(json.loads(line))), file=answers, flush=True)
 
 
 if __name__ == "__main__":

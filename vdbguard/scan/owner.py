@@ -30,7 +30,7 @@ from vdbguard.cache import private_dir
 from vdbguard.config import JobSettings, job_default
 from vdbguard.connectors.base import Connector
 from vdbguard.corpus import LabelledText
-from vdbguard.detectors.base import Detection, Detector
+from vdbguard.detectors.base import Detection, Detector, Reading
 from vdbguard.embedders import Embedder
 from vdbguard.embedders.loading import same_probe_embeddings
 from vdbguard.errors import RecordError, VdbguardError
@@ -94,23 +94,24 @@ OFF = CalibrationOptions(mode="off")
 @dataclass
 class LabelledSample:
     records: list[VectorRecord]
-    detections: list[list[Detection]]
+    readings: list[Reading]
     labels: list[frozenset[AnyPiiType]] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.labels = [frozenset(d.pii_type for d in found) for found in self.detections]
+        self.labels = [frozenset(d.pii_type for d in reading.detections) for reading in self.readings]
 
-    def sure_rows(self, detector: Detector) -> list[int]:
-        """The records to judge the verdict on: all but those labelled clean whose text ``detector`` is unsure of. A
+    def sure_rows(self) -> list[int]:
+        """The records to judge the verdict on: all but those labelled clean whose text the detector was unsure of. A
         person the detector missed, counted clean, sits among the top clean scores that set the cutoffs."""
-        clean = [i for i, label in enumerate(self.labels) if not label]
-        doubts = detector.unsure_of([self.records[i].source_text or "" for i in clean])
-        unsure = {i for i, doubt in zip(clean, doubts, strict=True) if doubt}
-        return [i for i in range(len(self.records)) if i not in unsure]
+        return [
+            i
+            for i, (label, reading) in enumerate(zip(self.labels, self.readings, strict=True))
+            if label or not reading.unsure
+        ]
 
     def detections_by_text(self) -> dict[str, list[Detection]]:
         """What the detector found in each labelled text: the scan reads the same texts and need not detect twice."""
-        return {record.source_text or "": found for record, found in zip(self.records, self.detections, strict=True)}
+        return {r.source_text or "": found.detections for r, found in zip(self.records, self.readings, strict=True)}
 
 
 @dataclass
@@ -157,7 +158,7 @@ def labelled_sample(
     ``meanwhile`` runs in a background thread once a page holds text: what the scan needs next loads meanwhile.
     """
     records: list[VectorRecord] = []
-    detections: list[list[Detection]] = []
+    readings: list[Reading] = []
     read = 0
     total = limit if records_in_store is None else min(limit, records_in_store)
     with contextlib.ExitStack() as stack:  # the task shows once the store proves to keep text
@@ -177,14 +178,14 @@ def labelled_sample(
                     (progress or Silent()).task("Calibrating: labelling the store's text", total)
                 )
                 detector.expect(2 * total)
-            detections += detector.detect_many([record.source_text or "" for record in page])
+            readings += detector.read_many([record.source_text or "" for record in page])
             if first and meanwhile is not None:  # after the detector's imports: two threads importing one package race
                 threading.Thread(target=meanwhile, daemon=True, name="vdbguard-preload").start()
             records += page
             advance(len(page))
             if len(records) >= limit or read >= LOOK_AHEAD * limit or (read >= limit and not records):
                 break
-    return LabelledSample(records, detections)
+    return LabelledSample(records, readings)
 
 
 def calibrate_on_store(
@@ -204,7 +205,7 @@ def calibrate_on_store(
     With ``align_to`` (a store whose own model cannot run here), the other attacks were trained for
     that packaged embedder and run on store vectors mapped into its space (``scan.alignment``).
 
-    Records labelled clean whose text the detector is unsure of (``Detector.unsure_of``) teach the probe but are
+    Records labelled clean whose text the detector was unsure of (``Reading.unsure``) teach the probe but are
     left out of the verdict and the held-out quality.
     Cross-fitted, so every record both teaches and is measured without being scored by a model that
     saw it: each record's probe score comes from a probe fitted on the other folds, and the held-out
@@ -246,7 +247,7 @@ def calibrate_on_store(
             alignment_cosines += np.sum(mapped * targets[rows], axis=1).tolist()
         advance(1)
     final_attacks, _ = attacks_for(np.arange(n), StoreProbe.averaged(fold_probes))
-    sure = sample.sure_rows(detector)
+    sure = sample.sure_rows()
     scores = [scores[i] for i in sure]
     labels = [sample.labels[i] for i in sure]
     verdict = StackedVerdict.fit(scores, labels, target_fpr=target_fpr, seed=seed)
