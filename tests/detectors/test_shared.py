@@ -6,6 +6,7 @@ import pickle
 
 import pytest
 
+from tests.detectors.test_tagger import NEARLY_NAMED
 from vdbguard.corpus import human_sentences, synthetic_pii
 from vdbguard.detectors import load_detector
 from vdbguard.detectors.base import Reading
@@ -155,7 +156,7 @@ def test_a_worker_of_a_detector_that_runs_a_model_may_import_torch_and_finds_wha
     worker = DetectorWorker("presidio")
     try:
         assert worker.await_ready(), "the worker never built the tagger"
-        read = ["Reviewed on Friday. Best, Aarnav", *texts]
+        read = [NEARLY_NAMED[0], *texts]
         assert worker.read(read) == load_detector("presidio").read_many(read)
         assert [reading.unsure for reading in worker.read(read)] == [True, False, False, False]
     finally:
