@@ -157,8 +157,9 @@ def test_a_worker_of_a_detector_that_runs_a_model_may_import_torch_and_finds_wha
     try:
         assert worker.await_ready(), "the worker never built the tagger"
         read = [NEARLY_NAMED[0], *texts]
-        assert worker.read(read) == load_detector("presidio").read_many(read)
-        assert [reading.unsure for reading in worker.read(read)] == [True, False, False, False]
+        answered = worker.read(read)
+        assert answered == load_detector("presidio").read_many(read)
+        assert [reading.unsure for reading in answered] == [True, False, False, False]
     finally:
         worker.stop()
 

@@ -103,7 +103,7 @@ def test_an_identifiers_prefix_is_never_a_name(shipped: T.PersonTagger) -> None:
     assert T.glued_to_digits("ABC-1234 ok", 0, 3) and not T.glued_to_digits("Ann Lee, 1930-2001", 0, 7)
 
 
-# missed in float32, bfloat16 and int8, each with a doubt of at least 0.24
+# missed in float32, bfloat16 and int8 (not shipped), each with a doubt of 0.39-0.40 in the first two, 0.24 in int8
 NEARLY_NAMED = [
     "Recompute the lower diagonal of the matrix. Best, Tove",
     "Element-wise minimum of two arrays. (Johanna)",
@@ -116,7 +116,7 @@ def test_a_name_the_tagger_nearly_found_leaves_doubt_and_clean_text_none(shipped
     sign-offs it misses: the doubt is for the names it misses."""
     tagged = shipped.tag([*NEARLY_NAMED, *CLEAN, "Thanks to Ingrid Solberg for the patch."])
     assert [t.names for t in tagged[:4]] == [[], [], [], []]
-    assert min(t.doubt for t in tagged[:2]) > 0.2 and max(t.doubt for t in tagged[2:]) < 0.05
+    assert min(t.doubt for t in tagged[:2]) > 0.3 and max(t.doubt for t in tagged[2:]) < 0.05
 
 
 def test_doubt_is_the_likeliest_word_outside_every_name(monkeypatch: pytest.MonkeyPatch) -> None:
