@@ -4,7 +4,7 @@ write it beside the tagger's folder, keyed to the tagger's weights. Run again wh
 Input: the silver training examples of the detector benchmark's ``train`` sources (never an evaluation source)::
 
     python benchmarks/detector_real.py --split train --old-registers --write-train /tmp/train.jsonl
-    OMP_NUM_THREADS=1 python pipelines/int8_bounds.py /tmp/train.jsonl     # the largest input of 3,000 texts
+    OMP_NUM_THREADS=1 python pipelines/int8_bounds.py /tmp/train.jsonl     # each channel's largest input in 3,000 texts
 
 ``--compare N`` then reports, on N other texts of the same file, how often the int8 tagger finds the same names and
 addresses as the float32 one, and the CPU each takes a text (alternated, one thread).
@@ -36,7 +36,8 @@ def main() -> None:
     exact = PersonTagger(args.folder, bf16=False, int8=False, addresses=ADDRESS_DIR)
     bounds = int8.measure_bounds(exact.model, lambda: exact.tag(measured))
     payload = {"tagger": tagger_digest(args.folder), "texts": len(measured), "source": args.train.name}
-    int8.bounds_file(args.folder).write_text(json.dumps({**payload, "bounds": bounds}, indent=1) + "\n")
+    layers = ",\n".join(f"  {json.dumps(name)}: {json.dumps(channels)}" for name, channels in bounds.items())
+    int8.bounds_file(args.folder).write_text(json.dumps(payload)[:-1] + ', "bounds": {\n' + layers + "\n}}\n")
     print(f"{len(bounds)} bounds from {len(measured)} texts -> {int8.bounds_file(args.folder)}")
     if not compared:
         return

@@ -18,13 +18,13 @@ pytestmark = pytest.mark.skipif(not int8.int8_kernel(), reason="torch has no int
 
 
 def test_a_rows_result_does_not_depend_on_the_rows_beside_it() -> None:
-    """Torch's dynamic kernel scales a batch by its largest value; the bound and the edge row fix the scale."""
+    """Torch's dynamic kernel scales a batch by its largest value; the bounds and the edge row fix the scale."""
     generator = torch.Generator().manual_seed(0)
     linear = torch.nn.Linear(64, 32)
     rows = torch.randn(6, 64, generator=generator)
     loud = rows.clone()
     loud[0] *= 40  # one row far beyond the others, as an outlier text would be
-    bounded = int8.BoundedInt8Linear(linear, bound=float(rows[1:].abs().max()))
+    bounded = int8.BoundedInt8Linear(linear, bounds=rows[1:].abs().amax(0))
     together = bounded(loud)
     for i in range(1, 6):
         assert torch.equal(bounded(loud[i : i + 1])[0], together[i])
@@ -35,20 +35,36 @@ def test_a_rows_result_does_not_depend_on_the_rows_beside_it() -> None:
     assert not torch.equal(unbounded(loud)[1:], unbounded(rows[1:])), "what the bound is for"
 
 
+def test_a_loud_channel_leaves_the_quiet_ones_their_resolution() -> None:
+    """A few of MiniLM's channels run a hundred times the others, read by small weights; one bound for all would round
+    the rest to 0."""
+    generator = torch.Generator().manual_seed(1)
+    linear = torch.nn.Linear(64, 32)
+    rows = torch.randn(8, 64, generator=generator)
+    rows[:, 0] *= 100
+    with torch.no_grad():
+        linear.weight[:, 0] /= 100
+    per_channel = int8.BoundedInt8Linear(linear, bounds=rows.abs().amax(0))
+    one_bound = int8.BoundedInt8Linear(linear, bounds=rows.abs().max().expand(64))
+    exact = linear(rows)
+    assert (per_channel(rows) - exact).abs().max() < 0.05
+    assert (one_bound(rows) - exact).abs().max() > 0.2
+
+
 @pytest.fixture(scope="module")
 def taggers() -> tuple[PersonTagger, PersonTagger]:
     return PersonTagger(bf16=False, int8=True), PersonTagger(bf16=False, int8=False)
 
 
 def test_int8_finds_the_names_float32_finds(taggers: tuple[PersonTagger, PersonTagger]) -> None:
-    """On the labelled real-text fixture (old quotations, glosses: borderline names); 99.1% of 3,000 training texts
+    """On the labelled real-text fixture (old quotations, glosses: borderline names); 99.7% of 3,000 training texts
     tag alike (``pipelines/int8_bounds.py --compare``)."""
     quick, exact = taggers
     assert quick.int8 and not exact.int8
     texts = [line["text"] for line in fixture_lines()]
     pairs = zip(quick.tag(texts), exact.tag(texts), strict=True)
     same = [[s[:2] for s in a.names] == [s[:2] for s in b.names] for a, b in pairs]
-    assert sum(same) / len(same) >= 0.9, sum(same) / len(same)  # 0.943 when measured
+    assert sum(same) / len(same) >= 0.95, sum(same) / len(same)  # 0.972 when measured (one bound a layer: 0.943)
 
 
 def test_a_texts_names_are_the_same_alone_and_in_a_batch(taggers: tuple[PersonTagger, PersonTagger]) -> None:
@@ -62,8 +78,10 @@ def test_the_shipped_bounds_belong_to_the_shipped_tagger_and_cover_its_layers(tm
     """Stale otherwise: python pipelines/int8_bounds.py after every retraining."""
     bounds = int8.load_bounds(TAGGER_DIR, tagger_digest(TAGGER_DIR))
     layers = json.loads((TAGGER_DIR / "training.json").read_text())["layers"]
-    assert set(bounds) == {name for name, *_ in int8.encoder_linears(build_model(layers))}
-    assert all(0 < bound < 1000 for bound in bounds.values())
+    widths = {name: linear.in_features for name, _, _, linear in int8.encoder_linears(build_model(layers))}
+    assert {name: len(channels) for name, channels in bounds.items()} == widths
+    assert all(0 <= bound < 1000 for channels in bounds.values() for bound in channels)
+    assert all(max(channels) > 0 for channels in bounds.values())
     saved = json.loads(int8.bounds_file(TAGGER_DIR).read_text())
     int8.bounds_file(tmp_path / "tagger").write_text(json.dumps({**saved, "tagger": "another"}))
     with pytest.raises(VdbguardError, match="another tagger"):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import ListConnector
+from vdbguard.attacks.pii_probe import PiiProbeAttack
 from vdbguard.corpus import LabelledText
 from vdbguard.demo import demo_texts
 from vdbguard.errors import VdbguardError
@@ -105,9 +106,33 @@ def test_new_records_are_scored_on_the_scale_the_verdict_was_fitted_on() -> None
     averaged = StoreProbe.averaged(folds)
     new = rng.normal(size=(50, 16)).astype(np.float32)
     each = np.stack([logit(probe.probabilities(new)[PiiType.PERSON]) for probe in folds])
-    assert set(averaged.probes) == {PiiType.PERSON}
+    assert set(averaged.models) == {PiiType.PERSON}
     np.testing.assert_allclose(averaged.probabilities(new)[PiiType.PERSON], expit(each.mean(0)), rtol=1e-4)
     assert np.ptp(each, axis=0).max() > 0.01  # the folds disagree, so the mean is a test of something
+
+
+def test_the_store_probe_reads_a_name_the_vectors_hold_in_no_one_direction(tmp_path: Path) -> None:
+    """Records with a name at either end of one direction: a linear probe has no side to take, the kernel reads both.
+    Saved and loaded, it scores alike."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(900, 16)).astype(np.float32)
+    has_name = np.abs(x[:, 0]) > 1.0
+    items = [LabelledText("", frozenset({PiiType.PERSON}) if h else frozenset(), {}, "store") for h in has_name]
+    kernel, linear = StoreProbe(), PiiProbeAttack()
+    kernel.fit(items[:600], x[:600])
+    linear.fit(items[:600], x[:600])
+    new, truth = x[600:], has_name[600:]
+    assert roc_auc_score(truth, kernel.probabilities(new)[PiiType.PERSON]) > 0.85
+    assert roc_auc_score(truth, linear.probabilities(new)[PiiType.PERSON]) < 0.7
+    kernel.save(tmp_path / "probe")
+    loaded = StoreProbe.load(tmp_path / "probe")
+    np.testing.assert_allclose(loaded.probabilities(new)[PiiType.PERSON], kernel.probabilities(new)[PiiType.PERSON])
+
+    linear.save(tmp_path / "linear")  # what a calibration saved before the kernel held
+    with pytest.raises(VdbguardError, match="older vdbguard"):
+        StoreProbe.load(tmp_path / "linear")
 
 
 def test_the_budget_goes_to_the_type_that_buys_recall() -> None:

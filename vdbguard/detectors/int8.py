@@ -2,11 +2,12 @@
 
 There the tagger runs in float32, at 1.8 times version 6's CPU a text. Torch's dynamic int8 kernel (fbgemm) reads
 each matrix in about 0.6 of float32's time, but it scales a whole batch by the batch's largest value, so a text's
-names would depend on the texts batched beside it. Each input is clamped to a bound measured once on training text
-(``person-tagger.int8.json`` beside the tagger's folder, ``pipelines/int8_bounds.py``), and a row holding plus and
-minus that bound goes in with every batch: the kernel's scale is then the bound's, whatever the batch holds, and each
-row's result is its own. It finds the names float32 finds in 99.1% of training texts, but owner-side calibration
-turned out to hang on the few it tags otherwise (BENCHMARKS.md, "A learned PERSON tagger").
+names would depend on the texts batched beside it. Each input channel is divided by its own bound, the largest value
+it took on training text (``person-tagger.int8.json`` beside the tagger's folder, ``pipelines/int8_bounds.py``), the
+weights multiplied by the same (SmoothQuant's migration: a few loud channels no longer take the 8 bits of the quiet
+ones), and clamped to ±1; a row holding plus and minus 1 goes in with every batch: the kernel's scale is then the
+same whatever the batch holds, and each row's result is its own. It finds the names float32 finds in 99.7% of
+training texts, yet the few it tags otherwise move owner-side calibration (BENCHMARKS.md, "A learned PERSON tagger").
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def int8_kernel() -> bool:
     if not {"fbgemm", "x86"} & set(torch.backends.quantized.supported_engines):
         return False
     try:
-        BoundedInt8Linear(nn.Linear(4, 2), 1.0)(torch.ones(1, 4))
+        BoundedInt8Linear(nn.Linear(4, 2), torch.ones(4))(torch.ones(1, 4))
     except (AttributeError, RuntimeError, NotImplementedError):
         return False
     return True
@@ -49,13 +50,14 @@ def encoder_linears(model: Any) -> Iterator[tuple[str, Any, str, Any]]:
                 yield name, parent, attribute, child
 
 
-def measure_bounds(model: Any, run: Callable[[], object]) -> dict[str, float]:
-    """The largest absolute input each encoder linear sees while ``run`` runs the float32 model."""
-    bounds: dict[str, float] = {}
+def measure_bounds(model: Any, run: Callable[[], object]) -> dict[str, list[float]]:
+    """The largest absolute value of each input channel of each encoder linear while ``run`` runs the float32 model."""
+    largest: dict[str, torch.Tensor] = {}
 
     def hook(name: str) -> Callable[..., None]:
         def record(module: Any, inputs: tuple[Any, ...]) -> None:
-            bounds[name] = max(bounds.get(name, 0.0), float(inputs[0].abs().max()))
+            seen = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(0).float()
+            largest[name] = torch.maximum(largest[name], seen) if name in largest else seen
 
         return record
 
@@ -65,10 +67,10 @@ def measure_bounds(model: Any, run: Callable[[], object]) -> dict[str, float]:
     finally:
         for handle in handles:
             handle.remove()
-    return bounds
+    return {name: [float(f"{value:.5g}") for value in channels.tolist()] for name, channels in largest.items()}
 
 
-def load_bounds(folder: Path, tagger: str) -> dict[str, float]:
+def load_bounds(folder: Path, tagger: str) -> dict[str, list[float]]:
     try:
         saved = json.loads(bounds_file(folder).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -78,26 +80,29 @@ def load_bounds(folder: Path, tagger: str) -> dict[str, float]:
             f"the int8 bounds in {folder} were measured on another tagger than the one beside them",
             "measure them again: python pipelines/int8_bounds.py",
         )
-    return {name: float(bound) for name, bound in saved["bounds"].items()}
+    return {name: [float(value) for value in channels] for name, channels in saved["bounds"].items()}
 
 
-def quantise(model: Any, bounds: dict[str, float]) -> None:
+def quantise(model: Any, bounds: dict[str, list[float]]) -> None:
     """Replace every encoder linear of ``model`` by its bounded int8 form, in place."""
     if not int8_kernel():
         raise VdbguardError("torch has no int8 kernel on this machine", "run the tagger without int8")
     linears = list(encoder_linears(model))
-    if {name for name, *_ in linears} != set(bounds):
+    if {name: linear.in_features for name, _, _, linear in linears} != {name: len(b) for name, b in bounds.items()}:
         raise VdbguardError("the tagger's int8 bounds name other layers than it has", "reinstall vdbguard")
     for name, parent, attribute, linear in linears:
-        setattr(parent, attribute, BoundedInt8Linear(linear, bounds[name]))
+        setattr(parent, attribute, BoundedInt8Linear(linear, torch.tensor(bounds[name])))
 
 
 class BoundedInt8Linear(nn.Module):
-    """``linear`` with int8 weights (a scale per output) over inputs clamped to ``bound`` and quantised on it."""
+    """``linear`` with int8 weights (a scale per output) over inputs divided by ``bounds`` (one per input channel),
+    clamped to ±1 and quantised on that range."""
 
-    def __init__(self, linear: nn.Linear, bound: float) -> None:
+    def __init__(self, linear: nn.Linear, bounds: torch.Tensor) -> None:
         super().__init__()
-        weight = linear.weight.detach().float()
+        scale = bounds.float().clamp(min=1e-6)  # a channel never seen to fire stays near 0, whatever it gets
+        self.inverse = 1 / scale
+        weight = linear.weight.detach().float() * scale
         # weights in 7 bits, inputs in 8: without VNNI the kernel sums two products in 16 bits, and 255 × 63 × 2
         # fits where 255 × 127 × 2 would saturate
         scales = (weight.abs().amax(1) / 63).clamp(min=1e-12).double()
@@ -106,15 +111,16 @@ class BoundedInt8Linear(nn.Module):
             warnings.simplefilter("ignore", UserWarning)
             quantised = torch.quantize_per_channel(weight, scales, zero, 0, torch.qint8)
         self.packed = torch.ops.quantized.linear_prepack(quantised, linear.bias.detach().float())
-        self.bound, self.out_features = bound, weight.shape[0]
+        self.out_features = weight.shape[0]
         self.edge = torch.zeros(1, weight.shape[1])
-        self.edge[0, :2] = torch.tensor([bound, -bound])
+        self.edge[0, :2] = torch.tensor([1.0, -1.0])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         *lead, width = x.shape
         rows = x.numel() // width
         batch = torch.empty(rows + 1, width)
-        torch.clamp(x.reshape(rows, width), -self.bound, self.bound, out=batch[:rows])
+        torch.mul(x.reshape(rows, width), self.inverse, out=batch[:rows])
+        batch[:rows].clamp_(-1.0, 1.0)
         batch[rows:] = self.edge
         out = torch.ops.quantized.linear_dynamic(batch, self.packed, False)  # False: inputs in all 8 bits
         return out[:rows].view(*lead, self.out_features)
