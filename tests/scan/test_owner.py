@@ -135,6 +135,16 @@ def test_the_store_probe_reads_a_name_the_vectors_hold_in_no_one_direction(tmp_p
         StoreProbe.load(tmp_path / "linear")
 
 
+def test_a_jobs_calibration_is_fitted_anew_for_another_kind_of_store_probe(monkeypatch, tmp_path: Path) -> None:
+    """A job's state keeps its calibration; one saved with the linear probe would not load into the kernel one."""
+    from vdbguard.scan import run
+
+    state = tmp_path / "state.db"
+    now = run._calibration_folder(state, "chroma:/store", ["presidio", 14])
+    monkeypatch.setattr(StoreProbe, "version", 2)
+    assert run._calibration_folder(state, "chroma:/store", ["presidio", 14]) != now
+
+
 def test_the_budget_goes_to_the_type_that_buys_recall() -> None:
     """A type whose scores say nothing spends none of the false-positive budget; the informative one gets it all."""
     rng = np.random.default_rng(4)

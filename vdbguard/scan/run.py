@@ -32,6 +32,7 @@ from vdbguard.scan.owner import (
     DEFAULT_TARGET_FPR,
     Calibrated,
     CalibrationOptions,
+    StoreProbe,
     has_saved_calibration,
     owner_calibration,
 )
@@ -303,7 +304,8 @@ def _calibration_in_state(
 ) -> tuple[CalibrationOptions, bool]:
     """With a state file, an owner-side calibration is kept beside it and reused, so verdicts stay comparable
     across runs and carried-over records were judged by the same fit as new ones. It is fitted on the
-    detector's labels, so another detector version fits it anew."""
+    detector's labels, so another detector version fits it anew, as does another kind of store probe (a job's state
+    from before the kernel probe would not load)."""
     if state_path is None or calibration.mode == "off" or calibration.load_from or calibration.save_to:
         return calibration, False
     folder = _calibration_folder(state_path, target, detector_key)
@@ -313,7 +315,7 @@ def _calibration_in_state(
 
 
 def _calibration_folder(state_path: Path, target: str, detector_key: list[str | int]) -> Path:
-    keyed = json.dumps([target, detector_key])
+    keyed = json.dumps([target, detector_key, StoreProbe.version])
     return state_path.with_name(state_path.name + ".calibration") / hashlib.sha256(keyed.encode()).hexdigest()[:12]
 
 
