@@ -213,9 +213,17 @@ class CalibratedProbe:
             probe = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
             weights, bias = probe.coef_[0].astype(np.float32), float(probe.intercept_[0])
             scores = x[calibration] @ weights + bias
-            platt = LogisticRegression(C=1e4).fit(scores[:, None], y[calibration])
+            slope, intercept = platt(scores, y[calibration])
         auc = round(float(roc_auc_score(y[calibration], scores)), 4)
-        return cls(weights, bias, float(platt.coef_[0, 0]), float(platt.intercept_[0]), auc)
+        return cls(weights, bias, slope, intercept, auc)
+
+
+def platt(scores: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """The slope and intercept that turn a probe's raw score into a logit, fitted on held-out rows (Platt)."""
+    from sklearn.linear_model import LogisticRegression
+
+    fitted = LogisticRegression(C=1e4).fit(scores[:, None], y)
+    return float(fitted.coef_[0, 0]), float(fitted.intercept_[0])
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

@@ -29,6 +29,17 @@ from vdbguard.pii import PROBED_TYPES, PiiType
 MIN_POSITIVES = 10
 
 
+def can_fit(y: np.ndarray, train: np.ndarray, calibration: np.ndarray) -> bool:
+    """Enough records with the type to fit a probe on ``train`` and to Platt-scale it on ``calibration``."""
+    return bool(y[train].sum() >= MIN_POSITIVES and y[calibration].sum() >= 2 and not y[calibration].all())
+
+
+def inferences(probabilities: dict[PiiType, np.ndarray], rows: int) -> list[Inference]:
+    """Each row's probability per PII type, as a probe attack reports it."""
+    columns = {pii_type: p.tolist() for pii_type, p in probabilities.items()}
+    return [Inference(type_scores={t: round(p[row], 4) for t, p in columns.items()}) for row in range(rows)]
+
+
 @dataclass(eq=False)
 class PiiProbeAttack(Attack):
     name: ClassVar[str] = "pii-probe"
@@ -49,7 +60,7 @@ class PiiProbeAttack(Attack):
         items, x, train, calibration = labelled_split(items, embeddings, self.seed)
         for pii_type in PROBED_TYPES:
             y = np.array([pii_type in item.pii for item in items])
-            if y[train].sum() >= MIN_POSITIVES and y[calibration].sum() >= 2 and not y[calibration].all():
+            if can_fit(y, train, calibration):
                 probe = CalibratedProbe.fit(x, y, train, calibration, self.regularisation)
                 self.probes[pii_type] = (probe.weights, probe.bias, probe.slope, probe.intercept)
                 self._metrics[f"auc_{pii_type.value}"] = probe.auc
@@ -67,8 +78,7 @@ class PiiProbeAttack(Attack):
         return result
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
-        columns = {pii_type: p.tolist() for pii_type, p in self.probabilities(vectors).items()}
-        return [Inference(type_scores={t: round(p[row], 4) for t, p in columns.items()}) for row in range(len(vectors))]
+        return inferences(self.probabilities(vectors), len(vectors))
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)

@@ -24,8 +24,8 @@ import numpy as np
 
 from vdbguard.attacks import Attack, Inference
 from vdbguard.attacks.alignment import AlignedAttack, load_mapping, ridge_map
-from vdbguard.attacks.base import l2_normalise, labelled_split, learned, one_blas_thread
-from vdbguard.attacks.pii_probe import MIN_POSITIVES, PiiProbeAttack
+from vdbguard.attacks.base import l2_normalise, labelled_split, learned, one_blas_thread, platt
+from vdbguard.attacks.pii_probe import PiiProbeAttack, can_fit, inferences
 from vdbguard.cache import private_dir
 from vdbguard.config import JobSettings, job_default
 from vdbguard.connectors.base import Connector
@@ -91,7 +91,6 @@ class StoreProbe(Attack):
     _metrics: dict[str, float] = learned(factory=dict)
 
     def fit(self, items: Sequence[LabelledText], embeddings: np.ndarray, progress: Advance | None = None) -> None:
-        from sklearn.linear_model import LogisticRegression
         from sklearn.metrics import roc_auc_score
         from sklearn.svm import SVC
 
@@ -101,13 +100,12 @@ class StoreProbe(Attack):
         fitted: dict[PiiType, tuple[SVC, float, float]] = {}
         for pii_type in PROBED_TYPES:
             y = np.array([pii_type in item.pii for item in items])
-            if y[train].sum() >= MIN_POSITIVES and y[calibration].sum() >= 2 and not y[calibration].all():
+            if can_fit(y, train, calibration):
                 with one_blas_thread():
                     svm = SVC(C=self.regularisation, kernel="precomputed")
                     svm.fit(np.exp(-gamma * distances[train]), y[train])
                     held = svm.decision_function(np.exp(-gamma * distances[calibration]))
-                    platt = LogisticRegression(C=1e4).fit(held[:, None], y[calibration])
-                fitted[pii_type] = (svm, float(platt.coef_[0, 0]), float(platt.intercept_[0]))
+                    fitted[pii_type] = (svm, *platt(held, y[calibration]))
                 self._metrics[f"auc_{pii_type.value}"] = round(float(roc_auc_score(y[calibration], held)), 4)
         rows = sorted({int(i) for svm, _, _ in fitted.values() for i in svm.support_})
         self.basis = x[train][rows]
@@ -142,8 +140,7 @@ class StoreProbe(Attack):
         return {t: expit(np.mean([m.logits(distances) for m in models], axis=0)) for t, models in self.models.items()}
 
     def infer(self, vectors: np.ndarray, known_texts: Sequence[str | None] | None = None) -> list[Inference]:
-        columns = {pii_type: p.tolist() for pii_type, p in self.probabilities(vectors).items()}
-        return [Inference(type_scores={t: round(p[row], 4) for t, p in columns.items()}) for row in range(len(vectors))]
+        return inferences(self.probabilities(vectors), len(vectors))
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
