@@ -1,5 +1,6 @@
-"""Measure the bound of each encoder linear's input that the int8 tagger clamps to (``vdbguard.detectors.int8``) and
-write it beside the tagger's folder, keyed to the tagger's weights. Run again whenever the tagger is retrained.
+"""Measure the largest input of each input channel of each encoder linear, which the int8 tagger divides by
+(``vdbguard.detectors.int8``), and write it beside the tagger's folder, keyed to the tagger's weights. Run again
+whenever the tagger is retrained.
 
 Input: the silver training examples of the detector benchmark's ``train`` sources (never an evaluation source)::
 

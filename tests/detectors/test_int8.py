@@ -36,8 +36,8 @@ def test_a_rows_result_does_not_depend_on_the_rows_beside_it() -> None:
 
 
 def test_a_loud_channel_leaves_the_quiet_ones_their_resolution() -> None:
-    """A few of MiniLM's channels run a hundred times the others, read by small weights; one bound for all would round
-    the rest to 0."""
+    """A few of MiniLM's channels run a hundred times the others, read by small weights; scaled by one bound for all,
+    each row's largest value would be the loud channel's and the rest would round to a few steps."""
     generator = torch.Generator().manual_seed(1)
     linear = torch.nn.Linear(64, 32)
     rows = torch.randn(8, 64, generator=generator)
@@ -47,8 +47,9 @@ def test_a_loud_channel_leaves_the_quiet_ones_their_resolution() -> None:
     per_channel = int8.BoundedInt8Linear(linear, bounds=rows.abs().amax(0))
     one_bound = int8.BoundedInt8Linear(linear, bounds=rows.abs().max().expand(64))
     exact = linear(rows)
-    assert (per_channel(rows) - exact).abs().max() < 0.05
-    assert (one_bound(rows) - exact).abs().max() > 0.2
+    smoothed, unsmoothed = (per_channel(rows) - exact).abs().mean(), (one_bound(rows) - exact).abs().mean()
+    assert smoothed < 0.03
+    assert unsmoothed > 2 * smoothed
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +58,14 @@ def taggers() -> tuple[PersonTagger, PersonTagger]:
 
 
 def test_int8_finds_the_names_float32_finds(taggers: tuple[PersonTagger, PersonTagger]) -> None:
-    """On the labelled real-text fixture (old quotations, glosses: borderline names); 99.7% of 3,000 training texts
+    """On the labelled real-text fixture (old quotations, glosses: borderline names); 99.8% of 3,000 training texts
     tag alike (``pipelines/int8_bounds.py --compare``)."""
     quick, exact = taggers
     assert quick.int8 and not exact.int8
     texts = [line["text"] for line in fixture_lines()]
     pairs = zip(quick.tag(texts), exact.tag(texts), strict=True)
     same = [[s[:2] for s in a.names] == [s[:2] for s in b.names] for a, b in pairs]
-    assert sum(same) / len(same) >= 0.95, sum(same) / len(same)  # 0.972 when measured (one bound a layer: 0.943)
+    assert sum(same) / len(same) >= 0.95, sum(same) / len(same)  # 0.981 measured (no scale per row: 0.972)
 
 
 def test_a_texts_names_are_the_same_alone_and_in_a_batch(taggers: tuple[PersonTagger, PersonTagger]) -> None:
