@@ -96,15 +96,15 @@ class StoreProbe(Attack):
 
         items, x, train, calibration = labelled_split(items, embeddings, self.seed)
         gamma = 1.0 / (x.shape[1] * float(x[train].var()))  # scikit-learn's "scale"
-        distances = _squared_distances(x, x[train])
+        kernel = np.exp(-gamma * _squared_distances(x, x[train]))  # every type's SVM reads the same one
         fitted: dict[PiiType, tuple[SVC, float, float]] = {}
         for pii_type in PROBED_TYPES:
             y = np.array([pii_type in item.pii for item in items])
             if can_fit(y, train, calibration):
                 with one_blas_thread():
                     svm = SVC(C=self.regularisation, kernel="precomputed")
-                    svm.fit(np.exp(-gamma * distances[train]), y[train])
-                    held = svm.decision_function(np.exp(-gamma * distances[calibration]))
+                    svm.fit(kernel[train], y[train])
+                    held = svm.decision_function(kernel[calibration])
                     fitted[pii_type] = (svm, *platt(held, y[calibration]))
                 self._metrics[f"auc_{pii_type.value}"] = round(float(roc_auc_score(y[calibration], held)), 4)
         rows = sorted({int(i) for svm, _, _ in fitted.values() for i in svm.support_})
