@@ -8,8 +8,7 @@ first each input channel is divided by its bound (the largest value it took on t
 the same (SmoothQuant's migration: a few loud channels no longer take a row's 8 bits), then each row by its largest
 value, which multiplies the row's result back; a row holding plus and minus 1 goes in with every batch, so the kernel's
 scale is the same whatever the batch holds and each row's result is its own. It finds the names float32 finds in
-99.8% of training texts and 99.4% of calibration-split texts, yet the user's scan was no faster with it (BENCHMARKS.md,
-"A learned PERSON tagger").
+99.8% of training texts, yet the user's scan was no faster with it (BENCHMARKS.md, "A learned PERSON tagger").
 """
 
 from __future__ import annotations
