@@ -121,6 +121,29 @@ def test_an_early_worker_that_dies_after_it_is_ready_costs_no_result(texts: list
     assert shared._detector is not None and not early.alive
 
 
+def test_a_worker_still_building_its_detector_joins_a_batch_this_process_began(texts: list[str]) -> None:
+    """A scan's first pages come before its worker is ready: the worker takes chunks as soon as it is, not from
+    the next batch on (this process's first chunk here lasts until it is ready)."""
+    expected = PresidioDetector().detect_many(texts)
+    answered: list[int] = []
+
+    class Patient(PresidioDetector):
+        def read_many(self, batch):
+            assert early.ready.wait(timeout=120), "the worker never built its detector"
+            return super().read_many(batch)
+
+    patient = Patient()
+    early = DetectorWorker("presidio")
+    shared = ProcessSharedDetector(patient, processes=2, early=early)
+    read = early.read
+    early.read = lambda chunk: answered.append(len(chunk)) or read(chunk)  # type: ignore[method-assign]
+    try:
+        assert shared.detect_many(texts) == expected
+        assert answered, "the worker took no chunk of the batch under way when it became ready"
+    finally:
+        early.stop()
+
+
 def test_a_big_scan_or_a_loaded_detector_detects_here_as_well_as_in_the_early_worker(texts: list[str]) -> None:
     expected = PresidioDetector().detect_many(texts)
     assert PresidioDetector.loaded_here() and not worth_a_detector_worker("presidio")

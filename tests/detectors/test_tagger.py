@@ -164,6 +164,25 @@ def test_long_texts_are_read_in_windows_with_offsets_into_the_whole_text(shipped
     assert text[start:end] == "Ingrid Solberg"
 
 
+def test_a_text_is_read_alike_alone_and_beside_texts_of_other_lengths(shipped: T.PersonTagger) -> None:
+    """Windows are padded to a multiple of ``LENGTH_STEP`` tokens and batched with those padded alike (a scan's chunk
+    then batches ten at a time, not two): a text's names and scores never depend on the texts beside it."""
+    texts = [
+        *NEARLY_NAMED,
+        *CLEAN,
+        "Thanks to Ingrid Solberg for the patch.",
+        "Thanks to Ingrid Solberg and Tove Jansson for the patch.",
+        "patient john whitaker seen for follow-up",
+        "Dr. Okonkwo will see you now.",
+    ]
+    tokens = [len(shipped.tokens.tokenizer.encode(T.WORD.findall(text), is_pretokenized=True).ids) for text in texts]
+    padded = [-(-n // T.LENGTH_STEP) * T.LENGTH_STEP for n in tokens]
+    assert len(set(tokens)) > len(set(padded)), "some batch must mix windows of different lengths"
+    together = shipped.tag(texts)
+    assert [shipped.tag([text])[0] for text in texts] == together
+    assert [texts[5][s:e] for s, e, _ in together[5].names] == ["Ingrid Solberg", "Tove Jansson"]
+
+
 def test_the_tagger_runs_on_one_thread_and_gives_the_callers_back() -> None:
     import torch
 

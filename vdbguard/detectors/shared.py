@@ -38,6 +38,7 @@ CHUNK = 64  # texts per request: small enough that no core waits long for the la
 READY = "ready"
 SETTINGS_FLAG = "--settings-on-stdin"  # the worker reads its DetectorSettings as JSON from its first input line
 START_TIMEOUT = 120.0  # seconds a worker may take to build its detector before this process detects instead
+JOIN_POLL = 0.05  # seconds between a starting worker's checks on whether any chunk is left for it once it is built
 MEMO_CHARS = 20_000_000  # characters of text whose detections a process keeps (see ``Memo``)
 
 
@@ -301,23 +302,27 @@ class ProcessSharedDetector(Detector):
         return [Reading(list(known[text].detections), known[text].unsure) for text in texts]
 
     def _read_fresh(self, texts: Sequence[str]) -> list[Reading]:
-        """Each text's reading, in order: chunks from the front go to the ready workers, from the end to this process
-        (once the scan is big, or where the detector is loaded here), and a chunk a worker fails to answer is read
-        here."""
+        """Each text's reading, in order: chunks from the front go to the workers, from the end to this process (once
+        the scan is big, or where the detector is loaded here), and a chunk a worker fails to answer is read here. A
+        worker still building its detector takes chunks once it has: a scan's first pages need not wait for it."""
         self._read += len(texts)
         big = self._big()
         if big:
             self._start_workers()
         here = self._detector is not None or big or self._plugin.loaded_here()
-        ready = self._ready_workers(wait=not here)
-        if not ready or (here and len(texts) <= CHUNK):
+        workers = [w for w in self._workers if w.alive] if here else self._ready_workers()
+        if not workers or (here and len(texts) <= CHUNK):
             return self.detector.read_many(texts)
         chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
         found: dict[int, list[Reading]] = {}
         pending, lock = deque(range(len(chunks))), threading.Lock()
 
         def feed(worker: DetectorWorker) -> None:
-            while worker.alive:
+            while not worker.settled.wait(JOIN_POLL):
+                with lock:
+                    if not pending:
+                        return
+            while worker.alive and worker.ready.is_set():
                 with lock:
                     if not pending:
                         return
@@ -329,7 +334,7 @@ class ProcessSharedDetector(Detector):
                     with lock:
                         pending.appendleft(index)
 
-        feeders = [threading.Thread(target=feed, args=(w,), name="vdbguard-detector-feed") for w in ready]
+        feeders = [threading.Thread(target=feed, args=(w,), name="vdbguard-detector-feed") for w in workers]
         for feeder in feeders:
             feeder.start()
         while here:
@@ -345,11 +350,10 @@ class ProcessSharedDetector(Detector):
                 found[index] = self.detector.read_many(chunks[index])
         return [answer for index in range(len(chunks)) for answer in found[index]]
 
-    def _ready_workers(self, wait: bool) -> list[DetectorWorker]:
-        """The workers that can take a chunk now; with ``wait`` (nothing built here to detect with), after
-        waiting for those still building their detector."""
-        if wait:
-            for worker in self._workers:
-                if worker.alive:
-                    worker.await_ready()
+    def _ready_workers(self) -> list[DetectorWorker]:
+        """The workers that can take a chunk, once those still building their detector are built (nothing is built
+        here to detect with meanwhile)."""
+        for worker in self._workers:
+            if worker.alive:
+                worker.await_ready()
         return [w for w in self._workers if w.alive and w.ready.is_set()]

@@ -515,7 +515,7 @@ def owner_calibration(
     if options.mode == "off":
         return Uncalibrated("owner-side calibration is off")
     sample = labelled_sample(
-        connector, detector, dimension, options.sample, batch_size, progress, records_in_store, meanwhile
+        connector, detector, dimension, options.sample, batch_size, progress, records_in_store, _preloading(meanwhile)
     )
     detected = sample.detections_by_text()
     if options.mode == "auto" and len(sample.records) < MIN_RECORDS:
@@ -538,6 +538,20 @@ def owner_calibration(
     if options.save_to is not None:
         save_calibration(calibrated, options.save_to, embedder_fingerprint, embedder_probes)
     return calibrated
+
+
+def _preloading(meanwhile: Callable[[], object] | None) -> Callable[[], None]:
+    """What fitting on the sample imports, then ``meanwhile``: imported while the sample is labelled, scikit-learn
+    no longer holds up the first fold (1.5 s of a cold scan of the demo store)."""
+
+    def load() -> None:
+        import sklearn.metrics
+        import sklearn.svm  # noqa: F401
+
+        if meanwhile is not None:
+            meanwhile()
+
+    return load
 
 
 def aligned_attacks(
