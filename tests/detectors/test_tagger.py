@@ -176,7 +176,7 @@ def test_a_text_is_read_alike_alone_and_beside_texts_of_other_lengths(shipped: T
         "Dr. Okonkwo will see you now.",
     ]
     tokens = [len(shipped.tokens.tokenizer.encode(T.WORD.findall(text), is_pretokenized=True).ids) for text in texts]
-    padded = [-(-n // T.LENGTH_STEP) * T.LENGTH_STEP for n in tokens]
+    padded = [T.padded_length(n) for n in tokens]
     assert len(set(tokens)) > len(set(padded)), "some batch must mix windows of different lengths"
     together = shipped.tag(texts)
     assert [shipped.tag([text])[0] for text in texts] == together

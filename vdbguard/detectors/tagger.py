@@ -38,6 +38,11 @@ MAX_TOKENS = 192
 LENGTH_STEP = 8
 
 
+def padded_length(tokens: int) -> int:
+    """The length a window of ``tokens`` tokens is padded to, whatever is batched beside it."""
+    return -(-tokens // LENGTH_STEP) * LENGTH_STEP
+
+
 def words_of(text: str) -> list[tuple[int, int]]:
     return [match.span() for match in WORD.finditer(text)]
 
@@ -318,7 +323,7 @@ class PersonTagger:
         encodings = self.tokens.tokenizer.encode_batch(words, is_pretokenized=True)
         by_length: dict[int, list[int]] = {}
         for window, encoding in enumerate(encodings):
-            by_length.setdefault(-(-len(encoding.ids) // LENGTH_STEP) * LENGTH_STEP, []).append(window)
+            by_length.setdefault(padded_length(len(encoding.ids)), []).append(window)
         with torch.inference_mode(), one_thread(), heap_for_a_model():
             for length, members in by_length.items():
                 for at in range(0, len(members), batch_size):
