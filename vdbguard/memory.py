@@ -47,9 +47,9 @@ def _set(libc: ctypes.CDLL, threshold: int) -> None:
 @contextlib.contextmanager
 def heap_for_a_model() -> Iterator[None]:
     """glibc's heap, not a fresh mapping, for each block while a model runs here, where the CLI fixed the thresholds:
-    each of its activations mapped anew and unmapped as it was freed, the PERSON tagger took 40% more CPU (int8: twice
-    as much; BENCHMARKS.md, "peak memory and glibc's thresholds"). Once no pass runs, the thresholds come back and
-    the free heap goes back to the system."""
+    each of its activations mapped anew and unmapped as it was freed, the PERSON tagger ran far slower (and the cold
+    scan of the demo store with it; BENCHMARKS.md, "The user's command"). Once no pass runs, the thresholds come back
+    and the free heap goes back to the system."""
     libc = _Thresholds.libc
     if libc is None:
         yield
