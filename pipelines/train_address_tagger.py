@@ -294,7 +294,7 @@ def main() -> None:
     torch.set_num_threads(1)
     started = time.perf_counter()
     rows = split_rows(args.train, real.unpack(args.cache), args.faker, args.seed)
-    tagger = T.PersonTagger(args.tagger)
+    tagger = T.PersonTagger(args.tagger, int8=False)  # the states the head reads where bfloat16 is native
     dev_x, _, dev_offsets, dev_lengths = word_data(tagger, rows["dev"])
     if args.score:
         head = T.AddressHead(args.score, T.tagger_digest(args.tagger))

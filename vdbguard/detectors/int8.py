@@ -1,6 +1,6 @@
-"""The tagger's linear layers in int8, for CPUs that do not multiply bfloat16 natively (measured, not the default).
+"""The tagger's linear layers in int8, by default on CPUs that do not multiply bfloat16 natively.
 
-There the tagger runs in float32, at 1.8 times version 6's CPU a text. Torch's dynamic int8 kernel (fbgemm) reads
+There the tagger would run in float32, at 1.8 times version 6's CPU a text. Torch's dynamic int8 kernel (fbgemm) reads
 each matrix in about 0.6 of float32's time, but it scales a whole batch by the batch's largest value, so a text's
 names would depend on the texts batched beside it. Here each word's row is scaled by its own largest value instead:
 first each input channel is divided by its bound (the largest value it took on training text, ``person-tagger.int8
@@ -8,7 +8,7 @@ first each input channel is divided by its bound (the largest value it took on t
 the same (SmoothQuant's migration: a few loud channels no longer take a row's 8 bits), then each row by its largest
 value, which multiplies the row's result back; a row holding plus and minus 1 goes in with every batch, so the kernel's
 scale is the same whatever the batch holds and each row's result is its own. It finds the names float32 finds in
-99.8% of training texts, yet the user's scan was no faster with it (BENCHMARKS.md, "A learned PERSON tagger").
+99.8% of training texts (BENCHMARKS.md, "A learned PERSON tagger").
 """
 
 from __future__ import annotations
@@ -54,17 +54,23 @@ def encoder_linears(model: Any) -> Iterator[tuple[str, Any, str, Any]]:
 
 
 def measure_bounds(model: Any, run: Callable[[], object]) -> dict[str, list[float]]:
-    """The largest absolute value of each input channel of each encoder linear while ``run`` runs the float32 model."""
+    """The largest absolute value of each input channel of each encoder linear while ``run`` runs the float32 model,
+    over the tokens each window holds: a padded position's values are never read, and would loosen the bounds."""
     largest: dict[str, torch.Tensor] = {}
+    present: list[torch.Tensor] = []  # the layer running now: which of its (window, position)s hold a token
+
+    def layer_mask(module: Any, inputs: tuple[Any, ...]) -> None:
+        present[:] = [inputs[1].reshape(inputs[0].shape[:2]) == 0]  # the additive mask: 0 where a token is
 
     def hook(name: str) -> Callable[..., None]:
         def record(module: Any, inputs: tuple[Any, ...]) -> None:
-            seen = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(0).float()
+            seen = inputs[0].detach()[present[0]].abs().amax(0).float()
             largest[name] = torch.maximum(largest[name], seen) if name in largest else seen
 
         return record
 
-    handles = [linear.register_forward_pre_hook(hook(name)) for name, _, _, linear in encoder_linears(model)]
+    handles = [layer.register_forward_pre_hook(layer_mask) for layer in model.encoder.layer]
+    handles += [linear.register_forward_pre_hook(hook(name)) for name, _, _, linear in encoder_linears(model)]
     try:
         run()
     finally:

@@ -225,14 +225,15 @@ class PersonTagger:
     """The trained tagger in ``folder``: ``find`` returns each text's names as (start, end, score). With
     ``addresses``, a folder holding an address head trained over this tagger's states, ``tag`` also returns each
     text's postal addresses from the same pass of the encoder. ``bf16``: by default where the CPU multiplies bfloat16
-    natively, else float32. ``int8``: float32's matrices in int8 (``detectors.int8``), measured and not the default."""
+    natively, else float32. ``int8``: float32's matrices in int8 (``detectors.int8``); by default wherever the tagger
+    would run in float32 and torch has the int8 kernel."""
 
     def __init__(
         self,
         folder: Path = TAGGER_DIR,
         bf16: bool | None = None,
         addresses: Path | None = None,
-        int8: bool = False,
+        int8: bool | None = None,
     ) -> None:
         import torch
         from safetensors.torch import load_file
@@ -259,10 +260,10 @@ class PersonTagger:
         # bfloat16 where native: the same names as fp32 on 99.7% of texts (BENCHMARKS.md, "A learned PERSON tagger")
         self.dtype = torch.bfloat16 if (native_bf16() if bf16 is None else bf16) else torch.float32
         self.model = self.model.to(self.dtype).eval()
-        self.int8 = int8 and self.dtype == torch.float32
-        if self.int8:
-            from vdbguard.detectors import int8 as quantised
+        from vdbguard.detectors import int8 as quantised
 
+        self.int8 = (quantised.int8_kernel() if int8 is None else int8) and self.dtype == torch.float32
+        if self.int8:
             quantised.quantise(self.model, quantised.load_bounds(folder, tagger_digest(folder)))
         self.address_head = None if addresses is None else AddressHead(addresses, tagger_digest(folder))
         self.tokens = Tokens()

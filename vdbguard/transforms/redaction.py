@@ -26,7 +26,9 @@ edits clean text (27 of 346 human-written lines, mostly place names taken for ad
 removes words a user might search for. Only the vector is protected: a store that keeps the raw
 text next to it still holds the name (store ``redact_many(texts)`` instead, or no text).
 Detection is vdbguard's offline Presidio analyzer (:class:`~vdbguard.detectors.presidio.PresidioDetector`);
-replacement is Presidio's anonymizer, which also resolves overlapping detections.
+replacement is Presidio's anonymizer, which also resolves overlapping detections. A text with something redacted is
+read again with its placeholders in, as a scan of the copy reads it: the names the tagger finds only once a number
+beside them is gone go too, and now and then a capitalised word before a placeholder ("Phone <PHONE>").
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import date
 from functools import lru_cache, partial
 from typing import Any, ClassVar
@@ -118,6 +121,37 @@ def _name_span(text: str, start: int, end: int, pii_type: PiiType) -> tuple[int,
     return start, end
 
 
+def _placeholders(text: str, spans: Sequence[tuple[str, int, int, float]]) -> tuple[str, Callable[[int, bool], int]]:
+    """``text`` with each span (overlapping ones merged) replaced by ``<TYPE>``, and the map from an offset in it back
+    to ``text``: an offset inside a placeholder goes to its span's start, or with ``start`` False to its end."""
+    merged: list[list[Any]] = []
+    for kind, start, end, _ in sorted(spans, key=lambda span: span[1]):
+        if merged and start < merged[-1][2]:
+            merged[-1][2] = max(merged[-1][2], end)
+        else:
+            merged.append([kind, start, end])
+    pieces, moved, length, at = [], [], 0, 0  # moved: each placeholder's start and end, then its span's
+    for kind, start, end in merged:
+        placeholder = f"<{kind}>"
+        pieces += [text[at:start], placeholder]
+        length += start - at
+        moved.append((length, length + len(placeholder), start, end))
+        length, at = length + len(placeholder), end
+    pieces.append(text[at:])
+
+    def back(offset: int, start: bool) -> int:
+        shift = 0
+        for begin, finish, old_start, old_end in moved:
+            if offset <= begin:
+                break
+            if offset < finish:
+                return old_start if start else old_end
+            shift = old_end - finish
+        return offset + shift
+
+    return "".join(pieces), back
+
+
 def _words(text: str) -> list[str]:
     return " ".join(text.split()).casefold().split()
 
@@ -165,20 +199,30 @@ class Redactor:
         return self.redact_many([text])[0]
 
     def redact_many(self, texts: Sequence[str]) -> list[str]:
-        """Each text with its PII replaced; the texts go through the detector's batched path together."""
-        found = self.detector.detect_whole_many(texts)
+        """Each text with its PII replaced; the texts go through the detector's batched path together. A text with
+        something redacted is read once more with its placeholders in: the tagger can miss a name beside a number it
+        has not seen replaced ("Record: Rudolf Szalai, SSN 409213082"), and a scan of the copy reads it that way."""
+        found = [self._wanted(detections) for detections in self.detector.detect_whole_many(texts)]
+        redacted = {i: _placeholders(texts[i], self._spans(texts[i], found[i])) for i in range(len(texts)) if found[i]}
+        again = self.detector.detect_whole_many([text for text, _ in redacted.values()]) if redacted else []
+        for (i, (_, back)), detections in zip(redacted.items(), again, strict=True):
+            for d in self._wanted(detections):
+                start, end = back(d.start, True), back(d.end, False)
+                found[i].append(replace(d, value=texts[i][start:end], start=start, end=end))
         return [self._replaced(text, detections) for text, detections in zip(texts, found, strict=True)]
+
+    def _wanted(self, detections: Sequence[Detection]) -> list[Detection]:
+        return [d for d in detections if self.types is None or d.pii_type in self.types]
+
+    def _spans(self, text: str, detections: Sequence[Detection]) -> list[tuple[str, int, int, float]]:
+        return [(d.pii_type.value, *_name_span(text, d.start, d.end, d.pii_type), d.score) for d in detections]
 
     def _replaced(self, text: str, detections: Sequence[Detection]) -> str:
         from presidio_anonymizer.entities import RecognizerResult
 
-        detections = [d for d in detections if self.types is None or d.pii_type in self.types]
         if not detections:
             return text
-        results = [
-            RecognizerResult(d.pii_type.value, *_name_span(text, d.start, d.end, d.pii_type), d.score)
-            for d in detections
-        ]
+        results = [RecognizerResult(*span) for span in self._spans(text, detections)]
         operators = {t.value: self._operator(t) for t in {d.pii_type for d in detections}}
         return self._engine.anonymize(text=text, analyzer_results=results, operators=operators).text
 
