@@ -262,7 +262,7 @@ class PersonTagger:
         self.model = self.model.to(self.dtype).eval()
         from vdbguard.detectors import int8 as quantised
 
-        self.int8 = (quantised.int8_kernel() if int8 is None else int8) and self.dtype == torch.float32
+        self.int8 = self.dtype == torch.float32 and (quantised.int8_kernel() if int8 is None else int8)
         if self.int8:
             quantised.quantise(self.model, quantised.load_bounds(folder, tagger_digest(folder)))
         self.address_head = None if addresses is None else AddressHead(addresses, tagger_digest(folder))
