@@ -215,6 +215,8 @@ def test_it_is_unsure_of_a_text_whose_name_it_nearly_found_and_sure_of_clean_one
 
     texts = [*NEARLY_NAMED, *CLEAN]
     assert [types_in(detector, text) for text in texts] == [set()] * 4
-    assert [reading.unsure for reading in detector.read_many(texts)] == [True, True, False, False]
+    readings = detector.read_many(texts)
+    assert [reading.unsure for reading in readings] == [True, True, False, False]
+    assert [reading.doubt >= detector.unsure_above for reading in readings] == [True, True, False, False]
     long = "Export the report every Monday. " * 700 + NEARLY_NAMED[0]  # past one window: its windows read at once
     assert [reading.unsure for reading in detector.read_many([long, long[:WINDOW]])] == [True, False]

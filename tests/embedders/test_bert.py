@@ -45,3 +45,15 @@ def test_other_pooling_goes_to_sentence_transformers(embedder, tmp_path) -> None
     vectors = Embedder(str(folder)).encode(["Jane Roe"])
     cls = embedder.model.encode(["Jane Roe"], output_value="token_embeddings")[0][0].numpy()
     assert np.allclose(vectors[0], cls / np.linalg.norm(cls), atol=1e-5)
+
+
+def test_texts_are_batched_with_texts_of_like_length_and_embed_as_alone(embedder) -> None:
+    """A batch is padded to its longest text: a page of short texts of many lengths must not be mostly padding."""
+    encoder = SentenceEncoder.of(embedder.path)
+    model, shapes = encoder.model, []
+    encoder.model = lambda ids, mask: shapes.append(tuple(ids.shape)) or model(ids, mask)
+    texts = [("word " * words).strip() for words in (3, 40, 4, 41, 5, 90)]  # each word a token, with [CLS], [SEP]
+    together = encoder.encode(texts, batch_size=64)
+    assert shapes == [(1, 92), (2, 43), (3, 7)]
+    alone = np.concatenate([encoder.encode([text]) for text in texts])
+    assert float(np.abs(together - alone).max()) < 1e-5

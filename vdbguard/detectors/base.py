@@ -26,10 +26,12 @@ class Detection:
 class Reading:
     """A text's detections; ``unsure``: the detector nearly reported PII it did not. Owner-side calibration leaves the
     records it labelled clean and is unsure of out of what sets its cutoffs: a missed person, counted clean, raised
-    them."""
+    them. ``doubt``: how nearly, where the detector can say (its tagger's highest probability of a name for a word
+    outside every name it reported); redaction reads a text again only past a small one."""
 
     detections: list[Detection]
     unsure: bool = False
+    doubt: float = 0.0
 
 
 class Detector(ABC):
@@ -71,9 +73,13 @@ class Detector(ABC):
 
     def detect_whole_many(self, texts: Sequence[str]) -> list[list[Detection]]:
         """``detect_whole`` for each text, batched as ``detect_many`` batches."""
+        return [reading.detections for reading in self.read_whole_many(texts)]
+
+    def read_whole_many(self, texts: Sequence[str]) -> list[Reading]:
+        """``read_many`` of all of each text, or ValueError as ``detect_whole`` raises it."""
         for text in texts:
             self._check_whole(text)
-        return self.detect_many(texts)
+        return self.read_many(texts)
 
     def _check_whole(self, text: str) -> None:
         if self.max_chars is not None and len(text) > self.max_chars:

@@ -260,18 +260,19 @@ class PresidioDetector(Detector):
         batch = self.analyzer.nlp_engine.process_batch([texts[i] for i in short], language="en", batch_size=64)
         for i, (text, artifacts) in zip(short, batch, strict=True):
             found[i] = _merged(self._detections(text, 0, self._analyze(text, artifacts)))
+        doubts = [self._doubt(read) for read in windows]
         readings = [
-            Reading(found[i] if i in found else self.detect(text), self._unsure(windows[i]))
-            for i, text in enumerate(texts)
+            Reading(found[i] if i in found else self.detect(text), doubt >= self.unsure_above, doubt)
+            for i, (text, doubt) in enumerate(zip(texts, doubts, strict=True))
         ]
         if self._tagger is not None:
             self._tagger.prepare([])
         return readings
 
-    def _unsure(self, windows: Sequence[str]) -> bool:
+    def _doubt(self, windows: Sequence[str]) -> float:
         if self._tagger is None:
-            return False
-        return any(self._tagger.tagged(window).doubt >= self.unsure_above for window in windows if window.strip())
+            return 0.0
+        return max((self._tagger.tagged(window).doubt for window in windows if window.strip()), default=0.0)
 
     def _detect_window(self, text: str, offset: int) -> list[Detection]:
         if not text.strip():

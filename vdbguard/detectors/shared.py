@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import IO
 
 from vdbguard import plugins
@@ -56,7 +56,9 @@ def worth_a_detector_worker(plugin: str) -> bool:
 
 
 def encode(readings: list[Reading]) -> str:
-    return json.dumps([{"detections": [asdict(d) for d in r.detections], "unsure": r.unsure} for r in readings])
+    return json.dumps(
+        [{"detections": [asdict(d) for d in r.detections], "unsure": r.unsure, "doubt": r.doubt} for r in readings]
+    )
 
 
 def decode(line: str) -> list[Reading]:
@@ -64,6 +66,7 @@ def decode(line: str) -> list[Reading]:
         Reading(
             [Detection(**{**d, "pii_type": pii_type_of(d["pii_type"])}) for d in reading["detections"]],
             bool(reading["unsure"]),
+            float(reading["doubt"]),
         )
         for reading in json.loads(line)
     ]
@@ -299,7 +302,7 @@ class ProcessSharedDetector(Detector):
             MEMO.put(identity, found)
             known |= found
         # each caller's list its own; the memo's are never handed out
-        return [Reading(list(known[text].detections), known[text].unsure) for text in texts]
+        return [replace(known[text], detections=list(known[text].detections)) for text in texts]
 
     def _read_fresh(self, texts: Sequence[str]) -> list[Reading]:
         """Each text's reading, in order: chunks from the front go to the workers, from the end to this process (once

@@ -2,7 +2,8 @@
 ``ProcessSharedDetector``; with the flag, its first line of input is the detector's settings as JSON).
 
 It prints ``ready`` once its detector is built, then answers each line of input, a JSON list of texts, with one
-line: a JSON list of each text's reading (``Detector.read_many``: ``{"detections": [...], "unsure": false}``).
+line: a JSON list of each text's reading (``Detector.read_many``: ``{"detections": [...], "unsure": false,
+"doubt": 0.0}``).
 It exits at the end of its input, so it never outlives its scan.
 """
 
