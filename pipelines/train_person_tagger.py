@@ -36,6 +36,8 @@ top two trained on over the same examples on one CPU thread (30 minutes), did no
 
 ``--record-frames`` adds initials ("B. Jacobs"), a record's lines ("Record: NAME, SSN ...") and names of more locales
 (not shipped: BENCHMARKS.md).
+``--placeholders`` adds copies of silver rows with values as redaction writes them ("Phone <PHONE>"); with every layer
+trained on from version 14's (``--trained 4``, 41 CPU minutes) it did not ship (BENCHMARKS.md).
 
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
 - the silver JSONL of ``detector_real.py --split train`` (FreeBSD and Python fortunes from PyPI, the Jargon File,
@@ -64,6 +66,7 @@ import argparse
 import contextlib
 import gzip
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -370,6 +373,51 @@ def with_reference_names(rows: list[dict]) -> None:
     print(f"reference NER: {added} unmarked full names made gold, {unsure} single words left unlearned", flush=True)
 
 
+PLACEHOLDER_REGISTERS = ("placeholders", "placeholders-only")  # a name kept among them; nothing named left
+
+
+def with_placeholders(rows: list[dict], share: float, seed: int) -> list[dict]:
+    """Copies of a share of the rows holding a value, most values written as redaction writes them ("<PERSON>",
+    "<PHONE>"): a scan of a redacted copy, and redaction's second reading, read such text, where the tagger took the
+    capitalised word before a placeholder ("Phone <PHONE>", "Ref <PERSON>") for a name. A placeholder is outside; a
+    name left in stays a name."""
+    rng = random.Random(seed)
+    copies = []
+    for row in rows:
+        values = sorted(row["spans"], key=lambda s: s["start"])
+        if not values or rng.random() >= share:
+            continue
+        if any(overlapping((a["start"], a["end"]), (b["start"], b["end"])) for a, b in itertools.pairwise(values)):
+            continue
+        copies.append(placeheld(row, [s for s in values if rng.random() < 0.75] or [rng.choice(values)]))
+    print(f"{len(copies)} copies with placeholders", flush=True)
+    return copies
+
+
+def placeheld(row: dict, replaced: list[dict]) -> dict:
+    """``row`` with the ``replaced`` spans (sorted, apart) as placeholders; the other offsets moved to match."""
+    pieces, at, moves = [], 0, []  # moves: each replaced span's start, end and the shift after it
+    for span in replaced:
+        placeholder = f"<{span['label']}>"
+        pieces += [row["text"][at : span["start"]], placeholder]
+        moves.append((span["start"], span["end"], len(placeholder) - (span["end"] - span["start"])))
+        at = span["end"]
+
+    def moved(offset: int) -> int:
+        return offset + sum(shift for _, end, shift in moves if end <= offset)
+
+    def kept(start: int, end: int) -> bool:
+        return not any(overlapping((start, end), (s, e)) for s, e, _ in moves)
+
+    def carried(spans: list[dict]) -> list[dict]:
+        return [s | {"start": moved(s["start"]), "end": moved(s["end"])} for s in spans if kept(s["start"], s["end"])]
+
+    spans, unsure = carried(row["spans"]), [[moved(s), moved(e)] for s, e in row.get("unsure", []) if kept(s, e)]
+    named = any(s["label"] == "PERSON" for s in spans) or unsure
+    return row | {"text": "".join([*pieces, row["text"][at:]]), "spans": spans, "mentions": carried(row["mentions"]),
+                  "unsure": unsure, "register": PLACEHOLDER_REGISTERS[0 if named else 1]}  # fmt: skip
+
+
 def encode_rows(rows: list[dict], tokens: T.Tokens, names: frozenset[str]) -> list[dict]:
     out = []
     for row in rows:
@@ -492,7 +540,7 @@ def dev_scores(found: list[list[tuple[int, int]]], examples: list[dict]) -> dict
         for mention in row["mentions"]:
             if mention["label"] in ("place", "organisation", "product", "technical"):
                 count("called PERSON", any(overlapping((mention["start"], mention["end"]), p) for p in people))
-        if row["register"] in ("clean-sentence", "product-line", "contact-block") or row["register"].startswith(
+        if row["register"] in (*NOBODY_REGISTERS, PLACEHOLDER_REGISTERS[1]) or row["register"].startswith(
             "frame-negative"
         ):
             count("clean text with a PERSON", bool(people))
@@ -520,6 +568,7 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
     for row in silver:
         row["dev"] = is_dev(row, 10)
     with_reference_names(silver)
+    silver += with_placeholders(silver, args.placeholders, args.seed)
     things = sorted({row["text"][m["start"] : m["end"]] for row in silver if not row["dev"] for m in row["mentions"]})
     root = detector_real.unpack(args.cache)
     fill = Fill(root, things, args.seed, record_frames()["extra_locales"] if args.record_frames else ())
@@ -754,6 +803,13 @@ def main() -> None:
                         help=f"also {GLOSS_FRAMES_FILE.name}'s registers: people's and things' glosses")  # fmt: skip
     parser.add_argument("--record-frames", action="store_true",
                         help=f"also {RECORD_FRAMES_FILE.name}'s frames and locales: initials, records")  # fmt: skip
+    parser.add_argument(
+        "--placeholders",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="copies of this share of the silver rows holding a value, values as redaction writes them",
+    )
     parser.add_argument("--out", type=Path, default=T.TAGGER_DIR)
     parser.add_argument("--layers", type=int, default=6, help="encoder layers kept (of 6)")
     parser.add_argument("--trained", type=int, default=2, help="top layers trained")
@@ -794,6 +850,7 @@ def main() -> None:
             origin = json.loads(next(lines))
     else:  # the inputs as read, before a long run in which they could move
         origin = provenance(args.train, args.conll, args.gloss_frames, args.record_frames)
+        origin |= {"placeholders": args.placeholders} if args.placeholders else {}
     if args.save_examples:
         origin["examples_written_by"] = " ".join(["python", *sys.argv])
         save_examples(args.save_examples, built_examples(args), origin, args.layers)

@@ -173,6 +173,33 @@ def test_the_tagger_trainers_record_frames_add_initials_and_records_only_when_as
     assert not any(row["register"] == "frame-record" for row in trainer.framed_rows(fill, 60, seed=0))
 
 
+def test_the_tagger_trainers_placeholder_copies_write_values_as_redaction_does_and_keep_the_rest_aligned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--placeholders``: a redacted copy's "<PHONE>" and "<PERSON>" are outside; a name left in and a mention keep
+    their words after the text before them has shrunk or grown; a copy naming nobody counts as clean text on dev."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    text = "Call Jane Doe at 555-0134, Ref Acme."
+    spans = [{"start": 5, "end": 13, "label": "PERSON"}, {"start": 17, "end": 25, "label": "PHONE"}]
+    row = {"text": text, "spans": spans, "mentions": [{"start": 31, "end": 35, "label": "organisation"}],
+           "unsure": [[31, 35]], "register": "attribution", "source": "fortunes-pypi", "dev": False}  # fmt: skip
+
+    def words(copy: dict, key: str) -> list[str]:
+        return [copy["text"][s["start"] : s["end"]] for s in copy[key]]
+
+    phone = trainer.placeheld(row, [spans[1]])
+    assert phone["text"] == "Call Jane Doe at <PHONE>, Ref Acme." and phone["register"] == "placeholders"
+    assert words(phone, "spans") == ["Jane Doe"] and words(phone, "mentions") == ["Acme"]
+    both = trainer.placeheld(row | {"unsure": []}, spans)
+    assert both["text"] == "Call <PERSON> at <PHONE>, Ref Acme." and both["spans"] == []
+    assert words(both, "mentions") == ["Acme"] and both["register"] == "placeholders-only"
+    _, _, labels = trainer.word_labels(both["text"], both["spans"])
+    assert set(labels) == {0}
+    copies = trainer.with_placeholders([row] * 200, share=0.1, seed=0)
+    assert 5 <= len(copies) <= 40 and all("<" in copy["text"] for copy in copies)
+
+
 def test_the_silver_datas_old_registers_leave_out_unlabelled_names_and_sentences_an_eval_text_holds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
