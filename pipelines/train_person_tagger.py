@@ -568,7 +568,8 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
     for row in silver:
         row["dev"] = is_dev(row, 10)
     with_reference_names(silver)
-    silver += with_placeholders(silver, args.placeholders, args.seed)
+    if args.placeholders:
+        silver += with_placeholders(silver, args.placeholders, args.seed)
     things = sorted({row["text"][m["start"] : m["end"]] for row in silver if not row["dev"] for m in row["mentions"]})
     root = detector_real.unpack(args.cache)
     fill = Fill(root, things, args.seed, record_frames()["extra_locales"] if args.record_frames else ())
@@ -767,7 +768,9 @@ def frames_digest(path: Path = FRAMES_FILE) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def provenance(silver: Path, corpora: list[Path], glosses: bool, records: bool = False) -> dict:
+def provenance(
+    silver: Path, corpora: list[Path], glosses: bool, records: bool = False, placeholders: float = 0.0
+) -> dict:
     """What the tagger was trained over and with: the encoder's weights, the featurisation, the frames and the
     silver data (``tests/detectors/test_tagger.py`` checks the first three against the installed project)."""
     from importlib.metadata import version
@@ -780,7 +783,8 @@ def provenance(silver: Path, corpora: list[Path], glosses: bool, records: bool =
             "silver": hashlib.sha256(silver.read_bytes()).hexdigest()[:16],
             "public_corpora": {path.name: corpus_digest(path) for path in corpora}} | (
         {"gloss_frames": frames_digest(GLOSS_FRAMES_FILE)} if glosses else {}) | (
-        {"record_frames": frames_digest(RECORD_FRAMES_FILE)} if records else {})  # fmt: skip
+        {"record_frames": frames_digest(RECORD_FRAMES_FILE)} if records else {}) | (
+        {"placeholders": placeholders} if placeholders else {})  # fmt: skip
 
 
 def corpus_digest(path: Path) -> str:
@@ -849,8 +853,7 @@ def main() -> None:
         with gzip.open(args.examples / "examples.jsonl.gz", "rt", encoding="utf-8") as lines:
             origin = json.loads(next(lines))
     else:  # the inputs as read, before a long run in which they could move
-        origin = provenance(args.train, args.conll, args.gloss_frames, args.record_frames)
-        origin |= {"placeholders": args.placeholders} if args.placeholders else {}
+        origin = provenance(args.train, args.conll, args.gloss_frames, args.record_frames, args.placeholders)
     if args.save_examples:
         origin["examples_written_by"] = " ".join(["python", *sys.argv])
         save_examples(args.save_examples, built_examples(args), origin, args.layers)
