@@ -42,6 +42,10 @@ examples are eval's: the Devil's Dictionary and the King James Bible, only their
 words are all labelled or written in lower case elsewhere in them ("the Minister"), so that no unlabelled name
 ("And Balaam said unto the ass") teaches that a name is no person; and it drops every train sentence sharing
 eight words in a row with an eval text (Debian's fortunes hold Bierce's definitions; GCIDE quotes the Bible).
+``--bible-people`` (with it) labels the Bible's own people, found by the Bible alone: the words it puts where
+only a person stands ("Enos begat Cainan", "the son of Nun", "Joab said") at least twice and almost never where a
+land, city, tribe or people does, and its places the other way round; its verses then name them in
+``named-in-sentence`` (places as mentions) and placed names take the people's place in ``placed-in-sentence``.
 The script refuses to score on
 the train split. WordNet, GCIDE and FOLDOC have no train counterpart, so a detector trained on that output
 is measured on glosses, dictionary credits and technical prose it never saw.
@@ -59,7 +63,9 @@ Registers (one row per register, source, group and type):
 - ``quotation-credit``: GCIDE's usage quotations with the author credit as printed ("... --Milton."); credits
   naming publications (Spectator, Encyc. Brit., Bible books) are dropped.
 - ``named-in-sentence``: real sentences (fortunes, WordNet examples, GCIDE quotations) that name a WordNet
-  person instance by a full name of two or more words: gold PERSON on the name as written.
+  person instance by a full name of two or more words: gold PERSON on the name as written. A god's name ("Holy
+  Ghost", "God Almighty", ``GODS``) is no one's personal data: in eval it is a ``deity`` mention, as is a
+  god's gloss, and no name is placed where it stood.
 - ``placed-in-sentence``: the same sentences with that name replaced by a placed name.
 - ``pronoun-placed`` (train only): a sentence's first "he", "she", "him" or "his" replaced by a placed name or
   a surname alone, so the silver names also sit where sentences put people.
@@ -68,7 +74,8 @@ Registers (one row per register, source, group and type):
   PERSON for people (gods and creatures left out) and a non-person mention otherwise.
 - ``technical-prose``: FOLDOC sentences that link capitalised non-person entries ({Smalltalk}, {Xerox PARC}):
   each is a ``technical`` mention. ``technical-person``: FOLDOC's ``<person>`` entries (group ``entry``) and
-  sentences linking to one (group ``prose``): gold PERSON.
+  sentences linking to one (group ``prose``): gold PERSON; a link written in lower case ("{gates}", "{hacker}")
+  is a ``word`` mention, not a person.
 - ``product-line``: usb.ids as lsusb prints it ("ID 046d:c52b Logitech, Inc. Unifying Receiver"): the
   vendor is an ``organisation`` mention, the device a ``product`` mention.
 - ``contact-block``: an OUI registration, organisation then postal address ("Cisco Systems, Inc, 80 West
@@ -226,7 +233,17 @@ CURRENCY_SLOT = re.compile(
 )
 NOT_A_PERSON_GLOSS = re.compile(r"\b(god|goddess|deity|divinity|spirit|demon|creature|monster|giant|nymph|titan)\b")
 PRONOUN_SLOT = re.compile(r"\b(?:[Hh]e|[Ss]he|him|[Hh]is)\b(?!-)")
-DEITIES = {"God", "GOD", "LORD", "Lord", "O", "I", "Holy", "Almighty", "Supreme"}  # an old register's, no person
+GODS = {"God", "GOD", "LORD", "Holy", "Almighty", "Supreme"}  # a name holding one is no one's personal data
+DEITIES = {*GODS, "Lord", "O", "I"}  # an old register's capitalised words that name no person
+KJV_PERSON_SLOTS = re.compile(  # where the King James Bible can only put a person: its genealogies and speakers
+    r"\b([A-Z][a-z]+)(?= begat\b)|\bbegat ([A-Z][a-z]+)|\b(?:son|sons|wife|brother|father|mother) of ([A-Z][a-z]+)|"
+    r"\b([A-Z][a-z]+)(?=,? the son of\b)|\b([A-Z][a-z]+)(?= (?:said|spake|answered)\b)|"
+    r"\b([A-Z][a-z]+)(?='s (?:wife|son|sons|brother|daughter|father|mother)\b)"
+)
+KJV_PLACE_SLOTS = re.compile(  # where it puts a place, a people, a tribe or a title ("the Tirshatha")
+    r"\b(?:land|city|cities|wilderness|mount|river|king|kings|border|borders|coast|coasts|valley|children|tribe|"
+    r"men|people|plains|gate|sea|waters|families|in|into|from|toward|towards|the) (?:of )?([A-Z][a-z]+)\b"
+)
 TOKEN = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+|'(?!s\b)[A-Za-z]+)*\.?")  # "O'Brien", "Einstein" of "Einstein's"
 
 
@@ -729,22 +746,43 @@ def anchors(sentence: str, lemmas: set[str], longest: int = 4) -> list[tuple[int
     return found
 
 
-def sentence_items(pool: list[tuple[str, str]], values: Values, wn: WordNet, iso: dict[str, list[str]]) -> list[Item]:
+def sentence_items(
+    pool: list[tuple[str, str]], values: Values, wn: WordNet, iso: dict[str, list[str]], bible_people: bool = False
+) -> list[Item]:
     """Registers built on real sentences: names, places, currencies, languages, numbers and clean text."""
     split, rng = values.split, values.rng
     full_names = {lemma for lemma in wn.person_lemmas if " " in lemma}
     places = {lemma for lemma in wn.place_lemmas if len(lemma) > 3}
     old = [sentence for sentence, source in pool if source in OLD_REGISTERS]
     lower_words = {w.rstrip(".") for sentence in old for w in TOKEN.findall(sentence) if w.islower()}
+    verses = [sentence for sentence, source in pool if source == "kjv"]
+    people_of_the_bible, places_of_the_bible = kjv_names(verses, lower_words) if bible_people else (set(), set())
     items: list[Item] = []
     for sentence, source in pool:
         named = anchors(sentence, full_names)[:1]
-        if source in OLD_REGISTERS and unlabelled_name(sentence, named, lower_words):
+        places_named: list[tuple[int, int]] = []
+        if source == "kjv" and people_of_the_bible:
+            named = labelled_people(sentence, full_names, people_of_the_bible)
+            places_named = [
+                (s, e) for s, e in anchors(sentence, places_of_the_bible, longest=1)
+                if not any(p < e and s < q for p, q in named)
+            ]  # fmt: skip
+        if source in OLD_REGISTERS and unlabelled_name(sentence, named + places_named, lower_words):
             continue
         if source in OLD_REGISTERS and any(DEITIES & set(sentence[s:e].split()) for s, e in named):
             continue  # "Holy Ghost", "God Almighty": WordNet's people, no one's personal data
-        for start, end in named:
-            items.append(Item(sentence, source, "named-in-sentence", split, (person(start, sentence[start:end]),)))
+        gods = [(start, end) for start, end in named if split == "eval" and deity(sentence[start:end])]
+        if gods:  # a mention; the names once placed where it stands are drawn still, so that every other eval value,
+            # which train is kept apart from, stays as it was
+            items.append(Item(sentence, source, "named-in-sentence", split, mentions=(Span(*gods[0], "deity"),)))
+            named = []
+            for on in (True, False):
+                values.name(on)
+        if named:
+            gold = tuple(person(start, sentence[start:end]) for start, end in named)
+            mentions = tuple(Span(start, end, "place") for start, end in places_named)
+            items.append(Item(sentence, source, "named-in-sentence", split, gold, mentions))
+        for start, end in named[:1]:
             for on in (True, False):
                 placed, origin = values.name(on)
                 text, p0, _ = swap(sentence, start, end, placed)
@@ -781,6 +819,31 @@ def sentence_items(pool: list[tuple[str, str]], values: Values, wn: WordNet, iso
                 gold = (Span(v0, v1, KIND_TYPE[kind], kind, origin),)
                 items.append(Item(text, source, "number-swap", split, gold, group=f"{kind}/{context}"))
     return items
+
+
+def deity(name: str) -> bool:
+    """Whether a name is a god's ("God", "Holy Ghost", "God Almighty"): in WordNet, no one's personal data."""
+    return bool(GODS & set(name.split()))
+
+
+def kjv_names(verses: list[str], lower_words: set[str]) -> tuple[set[str], set[str]]:
+    """The King James Bible's people and places, taught by the Bible alone. People: words it puts where only a person
+    stands ("Enos begat Cainan", "the son of Nun") at least twice, and almost never where a place, tribe or people
+    stands; not a god's or the devil's name. Places (peoples and tribes too): the other way round."""
+    as_person = Counter(name for verse in verses for m in KJV_PERSON_SLOTS.finditer(verse) for name in m.groups())
+    del as_person[None]
+    as_place = Counter(m.group(1) for verse in verses for m in KJV_PLACE_SLOTS.finditer(verse))
+    names = {name for name in as_person | as_place if name.lower() not in lower_words and name not in DEITIES}
+    people = {name for name in names if as_person[name] >= 2 and as_place[name] <= as_person[name] / 10}
+    places = {name for name in names if as_place[name] >= 2 and as_person[name] <= as_place[name] / 10}
+    return people - {"Satan"}, places
+
+
+def labelled_people(sentence: str, full_names: set[str], people: set[str]) -> list[tuple[int, int]]:
+    """Every name of ``sentence`` on either list, longest first, in order."""
+    spans = anchors(sentence, full_names)
+    spans += [(s, e) for s, e in anchors(sentence, people, longest=1) if not any(p < e and s < q for p, q in spans)]
+    return sorted(spans)
 
 
 def unlabelled_name(sentence: str, named: list[tuple[int, int]], lower_words: set[str]) -> bool:
@@ -834,7 +897,9 @@ def gloss_items(wn: WordNet) -> list[Item]:
             continue
         head = lemmas[0]
         text = f"{head}, {gloss}."
-        if lexfile == 18:
+        if lexfile == 18 and deity(head):
+            items.append(Item(text, "wordnet", "gloss-person", "eval", mentions=(Span(0, len(head), "deity"),)))
+        elif lexfile == 18:
             items.append(Item(text, "wordnet", "gloss-person", "eval", (person(0, head),)))
         elif lexfile in GLOSSES:
             register, kind = GLOSSES[lexfile]
@@ -870,7 +935,10 @@ def link_items(entries: list[DictEntry], source: str, split: str, people: set[st
                 start = len(text)
                 text += term
                 sentence_start = not text[:start].strip() or re.search(r"(?:[.:!?]|\d\.)\s*$", text[:start])
-                if (term.lower() in person_heads or term in people) and not term.startswith("The "):
+                listed = term in people or term.lower() in person_heads
+                if listed and not term[:1].isupper():
+                    mentions.append(Span(start, start + len(term), "word"))  # "gates", "hacker": a word, no name
+                elif listed and not term.startswith("The "):
                     gold.append(person(start, term))
                 elif term[:1].isupper() and term.lower() in heads and not term.isupper() and not sentence_start:
                     mentions.append(Span(start, start + len(term), "technical"))
@@ -921,7 +989,9 @@ def contact_items(root: Path, split: str) -> list[Item]:
     return items
 
 
-def build_items(root: Path, split: str, seed: int, old_registers: bool = False) -> list[Item]:
+def build_items(
+    root: Path, split: str, seed: int, old_registers: bool = False, bible_people: bool = False
+) -> list[Item]:
     """Every candidate item of ``split``: the eval sources, or the train sources."""
     wn = wordnet(root)
     values = Values(root, split, seed)
@@ -950,7 +1020,7 @@ def build_items(root: Path, split: str, seed: int, old_registers: bool = False) 
         items += link_items(dictd_entries(root / "usr/share/dictd/jargon.dict.dz"), "jargon", split, wn.person_lemmas)
         items += product_items(usb_or_pci(root / "usr/share/misc/pci.ids"), "pci-ids", split)
     items += contact_items(root, split)
-    items += sentence_items(pool, values, wn, iso)
+    items += sentence_items(pool, values, wn, iso, bible_people)
     for item in items:
         assert SOURCES[item.source][0] == split, (item.source, split)
     return items
@@ -1215,8 +1285,10 @@ def item_json(item: Item, **extra: str) -> dict:
     }
 
 
-def write_train(path: Path, root: Path, seed: int, per_register: int, old_registers: bool = False) -> None:
-    train = build_items(root, "train", seed + 1, old_registers)
+def write_train(
+    path: Path, root: Path, seed: int, per_register: int, old_registers: bool = False, bible_people: bool = False
+) -> None:
+    train = build_items(root, "train", seed + 1, old_registers, bible_people)
     kept = disjoint_from(train, build_items(root, "eval", seed))
     chosen = sample(kept, per_register, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1267,6 +1339,8 @@ def main() -> None:
     parser.add_argument("--write-train", type=Path, help="with --split train: the silver training JSONL")
     parser.add_argument("--old-registers", action="store_true",
                         help="with --write-train: add the Devil's Dictionary and the King James Bible")  # fmt: skip
+    parser.add_argument("--bible-people", action="store_true",
+                        help="with --old-registers: label the King James Bible's own people and places")  # fmt: skip
     parser.add_argument("--write-fixture", type=Path, help="also write the CI fixture from the eval sample")
     parser.add_argument("--registers", help="comma-separated registers to score (default: all)")
     args = parser.parse_args()
@@ -1274,11 +1348,13 @@ def main() -> None:
         parser.error("refusing to evaluate on the train split: it is for --write-train only")
     if args.write_train and args.split != "train":
         parser.error("--write-train needs --split train")
+    if args.bible_people and not args.old_registers:
+        parser.error("--bible-people needs --old-registers")
     if args.split == "eval" and not args.out:
         parser.error("--out is required to evaluate")
     root = unpack(args.cache)
     if args.split == "train":
-        write_train(args.write_train, root, args.seed, args.train_per_register, args.old_registers)
+        write_train(args.write_train, root, args.seed, args.train_per_register, args.old_registers, args.bible_people)
         return
     started = time.perf_counter()
     detector = make_detector(args.detector)  # before the minute of building: a wrong name fails at once

@@ -219,6 +219,30 @@ def test_the_silver_datas_old_registers_leave_out_unlabelled_names_and_sentences
     assert held.isdisjoint(real.eight_words("Zero one two three four five six seven, and more besides."))
 
 
+def test_the_bible_people_are_the_words_the_bible_puts_where_only_a_person_stands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--bible-people``: a name the King James Bible uses as a begetter, a son or a speaker is a person; one it
+    also puts where a land, a city or a people stands ("the land of Judah") is not, nor is a word it writes in lower
+    case or the devil; one it puts only there is a place; every name of a verse is labelled, the full name first."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    real = importlib.import_module("detector_real")
+    verses = [
+        "And Enos begat Cainan.", "And Cainan begat Mahalaleel.", "Enos said unto them, Go.",
+        "Judah begat Phares.", "Judah said, Nay.", "And they went into the land of Judah.", "Judah spake.",
+        "Satan answered the LORD.", "Satan said, Skin for skin.", "Job answered.", "Job said, Lo.",
+        "Then Mark said unto him.", "Mark begat none.", "Mark the spot.", "They went into Egypt.", "The land of Egypt.",
+    ]  # fmt: skip
+    lower = {w.rstrip(".,") for verse in verses for w in verse.split() if w.islower()} | {"mark"}
+    people, places = real.kjv_names(verses, lower)
+    assert people == {"Enos", "Cainan", "Job"}, people
+    assert places == {"Egypt"}, places
+    verse = "And Job the son of Enos and Jesus Christ said"
+    spans = real.labelled_people(verse, {"Jesus Christ", "Job"}, people)
+    assert [verse[s:e] for s, e in spans] == ["Job", "Enos", "Jesus Christ"]
+    assert real.deity("Holy Ghost") and real.deity("God Almighty") and not real.deity("James I")
+
+
 def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
