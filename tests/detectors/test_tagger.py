@@ -125,7 +125,7 @@ def test_doubt_is_the_likeliest_word_outside_every_name(monkeypatch: pytest.Monk
     text = "cc Ann Lee and Bo"
     words = T.words_of(text)
     rows = [[0.9, 0.05, 0.05], [0.1, 0.85, 0.05], [0.1, 0.05, 0.85], [0.95, 0.03, 0.02], [0.6, 0.35, 0.05]]
-    monkeypatch.setattr(tagger, "read", lambda texts, batch_size, states: iter([(0, words, rows, None)]))
+    monkeypatch.setattr(tagger, "read", lambda texts, states: iter([(0, words, rows, None)]))
     [tagged] = tagger.tag([text])
     assert [text[s:e] for s, e, _ in tagged.names] == ["Ann Lee"]
     assert tagged.doubt == pytest.approx(0.40)  # "Bo": outside, though 0.35 + 0.05 of it said a name

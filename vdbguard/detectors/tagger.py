@@ -36,6 +36,8 @@ MAX_TOKENS = 192
 # windows are padded to a multiple of this many tokens and batched by it: a scan's chunk of 64 demo texts held two
 # windows of each exact length on average, and the model reads ten at once faster than two at a time
 LENGTH_STEP = 8
+MOST_ROWS = 32  # windows in a batch the model reads
+FIXED_ROWS = 8  # ... in every batch, where a window's sums depend on how many rows a product has
 
 
 def padded_length(tokens: int) -> int:
@@ -271,15 +273,16 @@ class PersonTagger:
 
         self.names = name_gazetteer()
         self.prepared: dict[str, Tagged] = {}
+        self.rows = FIXED_ROWS if rows_matter() else 0
 
-    def find(self, texts: Sequence[str], batch_size: int = 32) -> list[list[tuple[int, int, float]]]:
-        return [tagged.names for tagged in self.tag(texts, batch_size)]
+    def find(self, texts: Sequence[str]) -> list[list[tuple[int, int, float]]]:
+        return [tagged.names for tagged in self.tag(texts)]
 
-    def tag(self, texts: Sequence[str], batch_size: int = 32) -> list[Tagged]:
+    def tag(self, texts: Sequence[str]) -> list[Tagged]:
         names: list[list[tuple[int, int, float]]] = [[] for _ in texts]
         addresses: list[list[tuple[int, int, float]]] = [[] for _ in texts]
         doubts = [0.0] * len(texts)
-        for index, offsets, probabilities, states in self.read(texts, batch_size, self.address_head is not None):
+        for index, offsets, probabilities, states in self.read(texts, self.address_head is not None):
             spans = spans_of(probabilities, offsets, self.outside_bias)
             names[index].extend(span for span in spans if not glued_to_digits(texts[index], *span[:2]))
             for (start, end), (_, begin, inside) in zip(offsets, probabilities, strict=True):
@@ -301,7 +304,7 @@ class PersonTagger:
         return self.tag([text])[0] if prepared is None else prepared
 
     def read(
-        self, texts: Sequence[str], batch_size: int = 32, with_states: bool = False
+        self, texts: Sequence[str], with_states: bool = False
     ) -> Iterator[tuple[int, list[tuple[int, int]], list[list[float]], Any]]:
         """Per window of a text: the text's index, its words' offsets, their name-label probabilities and, with
         ``with_states``, each word's states (the frozen part's beside the top's, float32; else None)."""
@@ -320,24 +323,25 @@ class PersonTagger:
         words = [[DIGIT.sub("0", texts[index][s:e]) for s, e in offsets] for index, offsets in windows]
         # a window is always padded to its token count rounded up to LENGTH_STEP, and batched with the windows padded
         # alike: a padded window's sums differ in the last bits, and a text's names must not depend on the texts
-        # batched beside it
+        # batched beside it; where a product's rows count too (``rows_matter``), every batch holds ``self.rows``
         encodings = self.tokens.tokenizer.encode_batch(words, is_pretokenized=True)
         by_length: dict[int, list[int]] = {}
         for window, encoding in enumerate(encodings):
             by_length.setdefault(padded_length(len(encoding.ids)), []).append(window)
         with torch.inference_mode(), one_thread(), heap_for_a_model():
             for length, members in by_length.items():
-                for at in range(0, len(members), batch_size):
-                    chosen = members[at : at + batch_size]
+                for at in range(0, len(members), self.rows or MOST_ROWS):
+                    chosen = members[at : at + (self.rows or MOST_ROWS)]
+                    rows = chosen + chosen[:1] * (self.rows - len(chosen))  # repeats fill a fixed batch
                     encoded = self.tokens.encode(
-                        [words[w] for w in chosen], self.names, [encodings[w] for w in chosen], length
+                        [words[w] for w in rows], self.names, [encodings[w] for w in rows], length
                     )
                     mask = attention_mask(encoded.present, self.dtype)
                     lower = self.model.lower(encoded.ids, mask)
                     top = self.model.top(lower, mask, encoded.features)
                     probabilities = self.model.head(top).float().softmax(-1).tolist()
                     states = torch.cat([lower, top], -1).float() if with_states else None
-                    for row, (window, first) in enumerate(zip(chosen, encoded.first, strict=True)):
+                    for row, (window, first) in enumerate(zip(chosen, encoded.first[: len(chosen)], strict=True)):
                         index, offsets = windows[window]
                         kept = [(w, position) for w, position in enumerate(first) if position >= 0]
                         positions = [position for _, position in kept]
@@ -347,6 +351,15 @@ class PersonTagger:
                             [probabilities[row][position] for position in positions],
                             None if states is None else states[row, positions],
                         )
+
+
+def rows_matter() -> bool:
+    """Whether a window's last bits depend on how many rows a product has: on AVX-512 CPUs, MKL's and oneDNN's
+    kernels pick their blocking by the rows (a text alone and beside others differed in float32, int8 and bfloat16);
+    the AVX2 kernels gave every text the same bits alone and in a batch."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability() not in ("DEFAULT", "AVX2")
 
 
 def tagger_digest(folder: Path) -> str:
