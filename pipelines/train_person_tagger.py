@@ -38,7 +38,7 @@ top two trained on over the same examples on one CPU thread (30 minutes), did no
 (not shipped: BENCHMARKS.md).
 ``--placeholders`` adds copies of silver rows with values as redaction writes them ("Phone <PHONE>"); with every layer
 trained on from version 14's (``--trained 4``, 41 CPU minutes) it did not ship (BENCHMARKS.md). Nor did version 14's
-top two layers trained on over the silver JSONL of ``--old-registers --bible-people`` (the Bible's own people labelled).
+top two layers trained on over the silver JSONL of ``--old-registers --bible-people`` (the Bible's people and places).
 
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
 - the silver JSONL of ``detector_real.py --split train`` (FreeBSD and Python fortunes from PyPI, the Jargon File,

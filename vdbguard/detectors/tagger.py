@@ -328,10 +328,11 @@ class PersonTagger:
         by_length: dict[int, list[int]] = {}
         for window, encoding in enumerate(encodings):
             by_length.setdefault(padded_length(len(encoding.ids)), []).append(window)
+        step = self.rows or MOST_ROWS
         with torch.inference_mode(), one_thread(), heap_for_a_model():
             for length, members in by_length.items():
-                for at in range(0, len(members), self.rows or MOST_ROWS):
-                    chosen = members[at : at + (self.rows or MOST_ROWS)]
+                for at in range(0, len(members), step):
+                    chosen = members[at : at + step]
                     rows = chosen + chosen[:1] * (self.rows - len(chosen))  # repeats fill a fixed batch
                     encoded = self.tokens.encode(
                         [words[w] for w in rows], self.names, [encodings[w] for w in rows], length
