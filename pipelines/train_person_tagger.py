@@ -27,6 +27,16 @@ registers too: Bierce's Devil's Dictionary, the King James Bible), decoded at 13
     python pipelines/train_person_tagger.py --examples EX --init vdbguard/data/person-tagger --layers 4 --trained 2 \\
         --learn-rate 2e-5 --average 0.995 --steps 1500 --decay --outside-biases 0 0.5 1 --out OUT
 
+Version 15's is version 14's trained on the same way over the silver JSONL of ``--old-registers --bible-people
+--every-script`` (the Bible's own people and places labelled; names wholly in other letters placed in train sentences,
+which the eval comparison had dropped) and the gloss frames' rulers and saints ("Henry VII", "St. Jerome"), beside
+numbered things that are not people ("World War II"); decoded at 0.5, where dev finds more names than 14 at 0.5 at
+fewer false people (``--outside-biases 0 0.5 0.75 1 1.5``; 8 CPU minutes):
+
+    OMP_NUM_THREADS=1 python benchmarks/detector_real.py --split train --old-registers --bible-people --every-script \\
+        --write-train T.jsonl
+    python pipelines/train_person_tagger.py --train T.jsonl --layers 4 --conll ... --gloss-frames --save-examples EX
+
 ``--init-layers`` starts a smaller, faster tagger from chosen layers of a trained one. Version 14's first three, their
 top two trained on over the same examples on one CPU thread (30 minutes), did not ship (BENCHMARKS.md):
 
@@ -37,8 +47,7 @@ top two trained on over the same examples on one CPU thread (30 minutes), did no
 ``--record-frames`` adds initials ("B. Jacobs"), a record's lines ("Record: NAME, SSN ...") and names of more locales
 (not shipped: BENCHMARKS.md).
 ``--placeholders`` adds copies of silver rows with values as redaction writes them ("Phone <PHONE>"); with every layer
-trained on from version 14's (``--trained 4``, 41 CPU minutes) it did not ship (BENCHMARKS.md). Nor did version 14's
-top two layers trained on over the silver JSONL of ``--old-registers --bible-people`` (the Bible's people and places).
+trained on from version 14's (``--trained 4``, 41 CPU minutes) it did not ship (BENCHMARKS.md).
 
 Data, train sources only (never an eval source, Debian package documentation or CPython's pydoc_data):
 - the silver JSONL of ``detector_real.py --split train`` (FreeBSD and Python fortunes from PyPI, the Jargon File,
@@ -84,13 +93,14 @@ from vdbguard.detectors import tagger as T
 from vdbguard.embedders.bert import attention_mask
 
 FRAMES_FILE = Path(__file__).resolve().parent / "person_frames.json"
-# register: frames; {name} a full name, {first}, {surname}, {initialed} "B. Jacobs", {title}; {thing} a non-person
-# mention; {n}, {number} a record's number, {email}
+# register: frames; {name} a full name, {first}, {surname}, {initialed} "B. Jacobs", {regnal} "Henry VII", {saint}
+# "St. Jerome", {title}; {thing} a non-person mention; {n}, {number} a record's number, {email}
 _FRAMES_DATA = json.loads(FRAMES_FILE.read_text(encoding="utf-8"))
 FRAMES: dict[str, list[str]] = _FRAMES_DATA["frames"]
 TITLES: list[str] = _FRAMES_DATA["titles"]
 ROLES: list[str] = _FRAMES_DATA["roles"]
 RECORD_FRAMES_FILE = FRAMES_FILE.with_name("person_record_frames.json")  # --record-frames: added to FRAMES' registers
+REGNAL_NUMBERS = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII", "XIII", "XIV", "XV", "XVI")
 NUMBER_SHAPES = ("###-##-####", "#### #### #### ####", "########", "##########", "+## ### ### ####", "(###) ###-####")
 GLOSS_FRAMES_FILE = FRAMES_FILE.with_name("person_gloss_frames.json")  # --gloss-frames: more registers, same slots
 
@@ -141,7 +151,7 @@ class Fill:
                 value = "".join(str(self.rng.randint(0, 9)) if c == "#" else c for c in self.rng.choice(NUMBER_SHAPES))
             else:
                 pool = {"name": self.names, "first": self.firsts, "surname": self.surnames,
-                        "initialed": self.surnames}[slot]  # fmt: skip
+                        "initialed": self.surnames, "regnal": self.firsts, "saint": self.firsts}[slot]  # fmt: skip
                 for _ in range(50):
                     value = self.rng.choice(pool)
                     if (zlib.crc32(value.encode()) % 10 == 0) == dev:
@@ -153,6 +163,10 @@ class Fill:
                     initials = [f"{self.rng.choice('ABCDEFGHIJKLMNOPRSTVW')}." for _ in range(count)]
                     first = [self.rng.choice(self.firsts)] if self.rng.random() < 0.3 else []
                     value = " ".join([*first, *initials, value])
+                elif slot == "regnal":  # "Henry VII"
+                    value += " " + self.rng.choice(REGNAL_NUMBERS)
+                elif slot == "saint":  # "St. Jerome"
+                    value = self.rng.choice(("St.", "Saint", "St")) + " " + value
                 spans.append((len(out), len(out) + len(value)))
             out += value
             at = end + 1

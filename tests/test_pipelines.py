@@ -243,6 +243,28 @@ def test_the_bible_people_are_the_words_the_bible_puts_where_only_a_person_stand
     assert real.deity("Holy Ghost") and real.deity("God Almighty") and not real.deity("James I")
 
 
+def test_every_script_keeps_a_name_in_other_letters_unless_eval_holds_that_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--every-script``: ``norm`` turns a name in Cyrillic or Chinese letters into nothing, as it does every eval
+    name in such letters, so train dropped them all as shared with eval; compared in every script, only the same
+    name is shared."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    real = importlib.import_module("detector_real")
+
+    def item(text: str, name: str, split: str) -> object:
+        start = text.index(name)
+        return real.Item(text, "kjv", "placed-in-sentence", split, (real.person(start, name),))
+
+    evaluation = [item("So said Нікасій Сірченко to the king.", "Нікасій Сірченко", "eval")]
+    train = [
+        item(f"And {name} went up to the city.", name, "train") for name in ("Олег Бойко", "王小明", "Нікасій Сірченко")
+    ]
+    assert real.disjoint_from(train, evaluation) == []
+    kept = real.disjoint_from(train, evaluation, real.letters)
+    assert [i.text for i in kept] == ["And Олег Бойко went up to the city.", "And 王小明 went up to the city."]
+
+
 def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
