@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -263,6 +264,25 @@ def test_every_script_keeps_a_name_in_other_letters_unless_eval_holds_that_name(
     assert real.disjoint_from(train, evaluation) == []
     kept = real.disjoint_from(train, evaluation, real.letters)
     assert [i.text for i in kept] == ["And Олег Бойко went up to the city.", "And 王小明 went up to the city."]
+
+
+def test_a_placed_name_is_renamed_as_a_ruler_with_every_offset_after_it_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--rulers``: a sentence's one placed name becomes a ruler's or a saint's, of a first name on the row's side of
+    the dev split; the values after it keep their words."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    text = "And he said to Olga Berg, see olga@example.org."
+    spans = [{"start": 15, "end": 24, "label": "PERSON"}, {"start": 30, "end": 46, "label": "EMAIL"}]
+    rows = [{"text": text, "spans": spans, "mentions": [], "register": "placed-in-sentence", "dev": dev}
+            for dev in (False, True)]  # fmt: skip
+    firsts = [f"Name{i}" for i in range(40)]
+    copies = trainer.with_rulers(rows, 1.0, firsts, 0)
+    assert [c["dev"] for c in copies] == [False, True] and {c["register"] for c in copies} == {"ruler-placed"}
+    for copy in copies:
+        ruler, email = (copy["text"][s["start"] : s["end"]] for s in copy["spans"])
+        assert email == "olga@example.org" and copy["text"].startswith(f"And he said to {ruler}, see ")
+        first = next(w for w in ruler.replace(".", " ").split() if w.startswith("Name"))
+        assert (zlib.crc32(first.encode()) % 10 == 0) == copy["dev"]
 
 
 def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_over(
