@@ -472,12 +472,12 @@ def renamed(row: dict, span: dict, value: str) -> dict:
     def moved(offset: int) -> int:
         return offset + shift if offset >= end else offset
 
-    def carried(spans: list[dict]) -> list[dict]:
-        return [s | {"start": moved(s["start"]), "end": moved(s["end"])} for s in spans]
+    def shifted(other: dict) -> dict:
+        return other | {"start": moved(other["start"]), "end": moved(other["end"])}
 
-    spans = [s | {"end": start + len(value)} if s is span else carried([s])[0] for s in row["spans"]]
+    spans = [s | {"end": start + len(value)} if s is span else shifted(s) for s in row["spans"]]
     return row | {"text": row["text"][:start] + value + row["text"][end:], "spans": spans,
-                  "mentions": carried(row["mentions"]),
+                  "mentions": [shifted(m) for m in row["mentions"]],
                   "unsure": [[moved(a), moved(b)] for a, b in row.get("unsure", [])]}  # fmt: skip
 
 
