@@ -186,8 +186,9 @@ class PresidioDetector(Detector):
     # trained on over the train split's old registers (Bierce's Devil's Dictionary, the King James Bible), a name
     # run on through a middle initial ("Louis T. Browne"); 15: the Bible's own people and places labelled, names
     # wholly in other letters placed in train sentences (compared with eval's in their own script), rulers' and
-    # saints' names among the frames ("Henry VII", "St. Jerome")
-    version: ClassVar[int] = 15
+    # saints' names among the frames ("Henry VII", "St. Jerome"); 16: train sentences copied with their name written
+    # as a ruler's or a saint's ("Olaf IX", "St. Olaf")
+    version: ClassVar[int] = 16
     ner: ClassVar[str | None] = PERSON_NER  # None: the installed pipeline's own NER
     gazetteer: ClassVar[str] = "none"  # when a listed name alone is a PERSON: ``word_list.GAZETTEER_RULES``
     tagger: ClassVar[str | None] = "person-tagger"  # the tagger's folder; None: the NER and the name list judge
