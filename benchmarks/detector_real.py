@@ -993,7 +993,7 @@ def contact_items(root: Path, split: str) -> list[Item]:
 
 
 def build_items(
-    root: Path, split: str, seed: int, old_registers: bool = False, bible_people: bool = False
+    root: Path, split: str, seed: int, *, old_registers: bool = False, bible_people: bool = False
 ) -> list[Item]:
     """Every candidate item of ``split``: the eval sources, or the train sources."""
     wn = wordnet(root)
@@ -1298,11 +1298,12 @@ def write_train(
     root: Path,
     seed: int,
     per_register: int,
+    *,
     old_registers: bool = False,
     bible_people: bool = False,
     every_script: bool = False,
 ) -> None:
-    train = build_items(root, "train", seed + 1, old_registers, bible_people)
+    train = build_items(root, "train", seed + 1, old_registers=old_registers, bible_people=bible_people)
     kept = disjoint_from(train, build_items(root, "eval", seed), letters if every_script else norm)
     chosen = sample(kept, per_register, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1377,9 +1378,9 @@ def main() -> None:
             root,
             args.seed,
             args.train_per_register,
-            args.old_registers,
-            args.bible_people,
-            args.every_script,
+            old_registers=args.old_registers,
+            bible_people=args.bible_people,
+            every_script=args.every_script,
         )
         return
     started = time.perf_counter()
