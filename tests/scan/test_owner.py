@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,14 @@ from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.engine import FUSED
-from vdbguard.scan.owner import CalibrationOptions, LabelledSample, StoreProbe, fitted_for
+from vdbguard.scan.owner import (
+    CalibrationOptions,
+    LabelledSample,
+    StoreProbe,
+    Uncalibrated,
+    fitted_for,
+    owner_calibration,
+)
 from vdbguard.scan.verdict import StackedVerdict
 
 pytestmark = pytest.mark.slow(minutes=3)
@@ -245,6 +254,26 @@ def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_c
     assert uncalibrated.calibration is None and {q.mode for q in uncalibrated.expected_quality} == {"default"}
     with pytest.raises(VdbguardError, match="at least 300"):
         scan(records, embedder, mode="on")
+
+
+def test_calibration_returns_only_once_what_it_preloads_has_loaded(embedder) -> None:
+    """A process that exits while a daemon thread still loads torch's native code aborts ("terminate called", exit -6,
+    after a finished scan): what calibration loads meanwhile is joined before calibration returns, however it does."""
+    from vdbguard.detectors.presidio import PresidioDetector
+
+    records, _ = store(embedder, n_text=60, n_bare=0)
+    loaded = threading.Event()
+
+    def slow_load() -> None:
+        time.sleep(1.0)
+        loaded.set()
+
+    options = CalibrationOptions(mode="auto")
+    result = owner_calibration(
+        ListConnector(records), [], PresidioDetector(), 384, "fingerprint", options, meanwhile=slow_load
+    )
+    assert isinstance(result, Uncalibrated) and "owner-side calibration needs" in result.reason
+    assert loaded.is_set()
 
 
 def test_a_store_too_clean_to_calibrate_on_is_judged_by_the_packaged_verdict(
