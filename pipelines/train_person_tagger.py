@@ -41,6 +41,9 @@ Version 16's is version 15's trained on the same way over the same T.jsonl with 
 (copies of train sentences with their placed name written as a ruler's or a saint's: "Olaf IX", "St. Olaf", "Olaf the
 Great"); decoded at 0.5, where dev finds more names than 15 at 0.5 at fewer false people.
 
+``--ruler-titles`` adds titled and ordinal forms to ``--rulers``' copies ("King Olaf", "Pope Olaf IX", "Olaf the
+Second"): measured, not shipped (BENCHMARKS.md).
+
 ``--init-layers`` starts a smaller, faster tagger from chosen layers of a trained one. Version 14's first three, their
 top two trained on over the same examples on one CPU thread (30 minutes), did not ship (BENCHMARKS.md):
 
@@ -445,14 +448,18 @@ def placeheld(row: dict, replaced: list[dict]) -> dict:
 
 RULER_FORMS = ("{first} {number}", "{first} {number}", "St. {first}", "Saint {first}", "{first} the Great",
                "{first} the Elder", "{first} the Bold")  # fmt: skip
+TITLED_RULER_FORMS = ("{first} the {ordinal}", "King {first}", "King {first} {number}", "Queen {first}",
+                      "Pope {first} {number}", "Emperor {first}", "Prince {first}")  # fmt: skip
+ORDINALS = ("First", "Second", "Third", "Fourth", "Fifth", "Sixth", "Seventh", "Eighth")
 RULER_REGISTER = "ruler-placed"
 
 
-def with_rulers(rows: list[dict], share: float, firsts: Sequence[str], seed: int) -> list[dict]:
+def with_rulers(rows: list[dict], share: float, firsts: Sequence[str], seed: int, titled: bool = False) -> list[dict]:
     """Copies of a share of the sentences holding one placed name, the name written as old prose names a ruler or a
     saint ("Henry VII", "St. Jerome", "Alexander the Great"): learned from the gloss frames alone, such names were
     found in those frames' words and missed in quotations ("The avarice of Henry VII . . . must be deemed")."""
     rng = random.Random(seed)
+    forms = RULER_FORMS + TITLED_RULER_FORMS if titled else RULER_FORMS
     copies = []
     for row in rows:
         people = [s for s in row["spans"] if s["label"] == "PERSON"]
@@ -460,7 +467,8 @@ def with_rulers(rows: list[dict], share: float, firsts: Sequence[str], seed: int
             continue
         if rng.random() >= share or (first := pick(firsts, row["dev"], rng)) is None:
             continue
-        value = rng.choice(RULER_FORMS).format(first=first, number=rng.choice(REGNAL_NUMBERS))
+        form, number = rng.choice(forms), rng.choice(REGNAL_NUMBERS)
+        value = form.format(first=first, number=number, ordinal=rng.choice(ORDINALS) if titled else "")
         copies.append(renamed(row, people[0], value) | {"register": RULER_REGISTER})
     print(f"{len(copies)} copies with a ruler's or a saint's name", flush=True)
     return copies
@@ -639,7 +647,7 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
     root = detector_real.unpack(args.cache)
     fill = Fill(root, things, args.seed, record_frames()["extra_locales"] if args.record_frames else ())
     if args.rulers:
-        silver += with_rulers(silver, args.rulers, fill.firsts, args.seed)
+        silver += with_rulers(silver, args.rulers, fill.firsts, args.seed, args.ruler_titles)
     held_out: set[str] = set()
     if args.without_wordnet_instances:  # the eval's glosses and named sentences take their people, places and works
         instances = detector_real.wordnet(root).instances  # from WordNet's instances
@@ -842,6 +850,7 @@ def provenance(
     records: bool = False,
     placeholders: float = 0.0,
     rulers: float = 0.0,
+    ruler_titles: bool = False,
 ) -> dict:
     """What the tagger was trained over and with: the encoder's weights, the featurisation, the frames and the
     silver data (``tests/detectors/test_tagger.py`` checks the first three against the installed project)."""
@@ -856,7 +865,8 @@ def provenance(
             "public_corpora": {path.name: corpus_digest(path) for path in corpora}} | (
         {"gloss_frames": frames_digest(GLOSS_FRAMES_FILE)} if glosses else {}) | (
         {"record_frames": frames_digest(RECORD_FRAMES_FILE)} if records else {}) | (
-        {"placeholders": placeholders} if placeholders else {}) | ({"rulers": rulers} if rulers else {})  # fmt: skip
+        {"placeholders": placeholders} if placeholders else {}) | ({"rulers": rulers} if rulers else {}) | (
+        {"ruler_titles": True} if ruler_titles else {})  # fmt: skip
 
 
 def corpus_digest(path: Path) -> str:
@@ -893,6 +903,11 @@ def main() -> None:
         metavar="SHARE",
         help="copies of this share of the sentences with a placed name, named as a ruler or a saint",
     )
+    parser.add_argument(
+        "--ruler-titles",
+        action="store_true",
+        help='with --rulers: titled and ordinal forms too ("King Olaf", "Pope Olaf IX", "Olaf the Second")',
+    )
     parser.add_argument("--out", type=Path, default=T.TAGGER_DIR)
     parser.add_argument("--layers", type=int, default=6, help="encoder layers kept (of 6)")
     parser.add_argument("--trained", type=int, default=2, help="top layers trained")
@@ -924,6 +939,8 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.train or args.examples):
         parser.error("give --train, or --examples from a --save-examples run")
+    if args.ruler_titles and not args.rulers:
+        parser.error("--ruler-titles adds forms to --rulers' copies: give --rulers")
     if args.init_layers and not (args.init or args.score):
         parser.error("--init-layers chooses layers of --init's (or --score's) tagger: give one")
     if args.init_layers and len(args.init_layers) != args.layers:
@@ -933,7 +950,13 @@ def main() -> None:
             origin = json.loads(next(lines))
     else:  # the inputs as read, before a long run in which they could move
         origin = provenance(
-            args.train, args.conll, args.gloss_frames, args.record_frames, args.placeholders, args.rulers
+            args.train,
+            args.conll,
+            args.gloss_frames,
+            args.record_frames,
+            args.placeholders,
+            args.rulers,
+            args.ruler_titles,
         )
     if args.save_examples:
         origin["examples_written_by"] = " ".join(["python", *sys.argv])

@@ -285,6 +285,27 @@ def test_a_placed_name_is_renamed_as_a_ruler_with_every_offset_after_it_moved(mo
         assert (zlib.crc32(first.encode()) % 10 == 0) == copy["dev"]
 
 
+def test_ruler_titles_add_titled_and_ordinal_forms_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--ruler-titles`` adds forms ("King Olaf", "Olaf the Second"); without it, none of them."""
+    monkeypatch.syspath_prepend(str(PIPELINES))
+    trainer = importlib.import_module("train_person_tagger")
+    text = "And he said to Olga Berg, see you."
+    rows = [{"text": text, "spans": [{"start": 15, "end": 24, "label": "PERSON"}], "mentions": [],
+             "register": "placed-in-sentence", "dev": False} for _ in range(300)]  # fmt: skip
+    firsts = [f"Name{i}" for i in range(40)]
+
+    def rulers(titled: bool) -> list[str]:
+        return [c["text"][15 : c["spans"][0]["end"]] for c in trainer.with_rulers(rows, 1.0, firsts, 0, titled)]
+
+    plain, titled = rulers(False), rulers(True)
+    titles = ("King ", "Queen ", "Pope ", "Emperor ", "Prince ")
+    assert not any(r.startswith(titles) or r.split()[-1] in trainer.ORDINALS for r in plain)
+    assert any(r.startswith("King ") for r in titled) and any(r.split()[-1] in trainer.ORDINALS for r in titled)
+    assert "{" not in "".join(titled)
+
+
 def test_a_tagger_trained_on_from_another_ships_the_lower_layers_it_was_trained_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
