@@ -26,14 +26,7 @@ from vdbguard.pii import PiiType
 from vdbguard.records import VectorRecord
 from vdbguard.scan import ScanSettings, ScanTarget, scan_collection
 from vdbguard.scan.engine import FUSED
-from vdbguard.scan.owner import (
-    CalibrationOptions,
-    LabelledSample,
-    StoreProbe,
-    Uncalibrated,
-    fitted_for,
-    owner_calibration,
-)
+from vdbguard.scan.owner import CalibrationOptions, LabelledSample, StoreProbe, fitted_for
 from vdbguard.scan.verdict import StackedVerdict
 
 pytestmark = pytest.mark.slow(minutes=3)
@@ -256,24 +249,26 @@ def test_auto_skips_a_store_with_little_text_and_on_refuses_it(embedder, model_c
         scan(records, embedder, mode="on")
 
 
-def test_calibration_returns_only_once_what_it_preloads_has_loaded(embedder) -> None:
+def test_a_scan_returns_only_once_what_calibration_loads_meanwhile_has_loaded(
+    embedder, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A process that exits while a daemon thread still loads torch's native code aborts ("terminate called", exit -6,
-    after a finished scan): what calibration loads meanwhile is joined before calibration returns, however it does."""
-    from vdbguard.detectors.presidio import PresidioDetector
+    after a finished scan): the scan joins what calibration loads meanwhile before it returns."""
+    from vdbguard.scan import owner
 
-    records, _ = store(embedder, n_text=60, n_bare=0)
     loaded = threading.Event()
 
-    def slow_load() -> None:
-        time.sleep(1.0)
-        loaded.set()
+    def slow(meanwhile: object) -> object:
+        def load() -> None:
+            time.sleep(1.5)
+            loaded.set()
 
-    options = CalibrationOptions(mode="auto")
-    result = owner_calibration(
-        ListConnector(records), [], PresidioDetector(), 384, "fingerprint", options, meanwhile=slow_load
-    )
-    assert isinstance(result, Uncalibrated) and "owner-side calibration needs" in result.reason
-    assert loaded.is_set()
+        return load
+
+    monkeypatch.setattr(owner, "_preloading", slow)
+    records, _ = store(embedder, n_text=60, n_bare=0)
+    report = scan(records, embedder, mode="auto")  # too little text: calibration returns at once
+    assert report.calibration is None and loaded.is_set()
 
 
 def test_a_store_too_clean_to_calibrate_on_is_judged_by_the_packaged_verdict(

@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -49,6 +49,7 @@ LOOK_AHEAD = 10
 REPORT_FOLDS = 3
 _CALIBRATION_FILE = "calibration.json"
 log = logging.getLogger("vdbguard.scan.owner")
+_PRELOADS: list[threading.Thread] = []  # started by ``labelled_sample``, joined by ``wait_for_preloads``
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,7 @@ def labelled_sample(
     batch_size: int = 256,
     progress: ProgressSink | None = None,
     records_in_store: int | None = None,
-    preload: threading.Thread | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> LabelledSample:
     """The first ``limit`` records that keep their text and a usable vector, labelled by the detector.
 
@@ -261,7 +262,7 @@ def labelled_sample(
     e.g. insertion by source, pass a ``limit`` that covers the store), and the search stops after
     ``LOOK_AHEAD × limit`` records, or after ``limit`` without a text: a store that keeps none is not read twice.
     Labelled page by page, by the detector (and its workers) the scan then uses, so progress can follow.
-    ``preload`` starts once a page holds text: what the scan needs next loads meanwhile.
+    ``meanwhile`` runs in a background thread once a page holds text: what the scan needs next loads meanwhile.
     """
     records: list[VectorRecord] = []
     readings: list[Reading] = []
@@ -285,8 +286,9 @@ def labelled_sample(
                 )
                 detector.expect(2 * total)
             readings += detector.read_many([record.source_text or "" for record in page])
-            if first and preload is not None:  # after the detector's imports: two threads importing one package race
-                preload.start()
+            if first and meanwhile is not None:  # after the detector's imports: two threads importing one package race
+                _PRELOADS.append(threading.Thread(target=meanwhile, daemon=True, name="vdbguard-preload"))
+                _PRELOADS[-1].start()
             records += page
             advance(len(page))
             if len(records) >= limit or read >= LOOK_AHEAD * limit or (read >= limit and not records):
@@ -514,39 +516,43 @@ def owner_calibration(
         return load_calibration(options.load_from, attacks, embedder_fingerprint, embedder_probes)
     if options.mode == "off":
         return Uncalibrated("owner-side calibration is off")
-    with _preloading(meanwhile) as preload:
-        sample = labelled_sample(
-            connector, detector, dimension, options.sample, batch_size, progress, records_in_store, preload
-        )
-        detected = sample.detections_by_text()
-        if options.mode == "auto" and len(sample.records) < MIN_RECORDS:
-            reason = f"the store keeps text for {len(sample.records)} records; owner-side calibration needs"
-            reason += f" {MIN_RECORDS}"
-            log.info("owner-side calibration skipped: %s", reason)
-            return Uncalibrated(reason, detected=detected)
-        steps = PROBE_FOLDS + REPORT_FOLDS + 1
-        try:
-            with (
-                one_blas_thread(),
-                (progress or Silent()).task("Calibrating: fitting on the store's labels", steps) as advance,
-            ):
-                calibrated = calibrate_on_store(
-                    sample, attacks, detector, dimension, target_fpr=options.target_fpr, align_to=align_to, step=advance
-                )
-        except TooFewPositives as exc:
-            log.warning("%s; the packaged verdict judges this scan instead", exc.message)
-            aligned = None if align_to is None else aligned_attacks(sample, attacks, dimension, align_to)
-            return Uncalibrated(exc.message, aligned, detected)
+    sample = labelled_sample(
+        connector, detector, dimension, options.sample, batch_size, progress, records_in_store, _preloading(meanwhile)
+    )
+    detected = sample.detections_by_text()
+    if options.mode == "auto" and len(sample.records) < MIN_RECORDS:
+        reason = f"the store keeps text for {len(sample.records)} records; owner-side calibration needs {MIN_RECORDS}"
+        log.info("owner-side calibration skipped: %s", reason)
+        return Uncalibrated(reason, detected=detected)
+    steps = PROBE_FOLDS + REPORT_FOLDS + 1
+    try:
+        with (
+            one_blas_thread(),
+            (progress or Silent()).task("Calibrating: fitting on the store's labels", steps) as advance,
+        ):
+            calibrated = calibrate_on_store(
+                sample, attacks, detector, dimension, target_fpr=options.target_fpr, align_to=align_to, step=advance
+            )
+    except TooFewPositives as exc:
+        log.warning("%s; the packaged verdict judges this scan instead", exc.message)
+        aligned = None if align_to is None else aligned_attacks(sample, attacks, dimension, align_to)
+        return Uncalibrated(exc.message, aligned, detected)
     if options.save_to is not None:
         save_calibration(calibrated, options.save_to, embedder_fingerprint, embedder_probes)
     return calibrated
 
 
-@contextlib.contextmanager
-def _preloading(meanwhile: Callable[[], object] | None) -> Iterator[threading.Thread]:
+def wait_for_preloads() -> None:
+    """Join what calibration loads meanwhile, once the scan is done with it: a process that exits while that thread
+    still loads torch's native code aborts ("terminate called without an active exception", exit -6), and one that
+    joined it at calibration's end would wait for a model the scan may not need yet."""
+    while _PRELOADS:
+        _PRELOADS.pop().join()
+
+
+def _preloading(meanwhile: Callable[[], object] | None) -> Callable[[], None]:
     """What fitting on the sample imports, then ``meanwhile``: imported while the sample is labelled, scikit-learn
-    no longer holds up the first fold (1.5 s of a cold scan of the demo store). Joined before calibration returns: a
-    process that exits while this daemon thread still loads torch's native code aborts ("terminate called")."""
+    no longer holds up the first fold (1.5 s of a cold scan of the demo store)."""
 
     def load() -> None:
         import sklearn.metrics
@@ -555,12 +561,7 @@ def _preloading(meanwhile: Callable[[], object] | None) -> Iterator[threading.Th
         if meanwhile is not None:
             meanwhile()
 
-    thread = threading.Thread(target=load, daemon=True, name="vdbguard-preload")
-    try:
-        yield thread
-    finally:
-        if thread.ident is not None:  # started
-            thread.join()
+    return load
 
 
 def aligned_attacks(

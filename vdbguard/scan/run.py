@@ -35,6 +35,7 @@ from vdbguard.scan.owner import (
     StoreProbe,
     has_saved_calibration,
     owner_calibration,
+    wait_for_preloads,
 )
 from vdbguard.scan.quality import quality_for
 from vdbguard.scan.settings import ScanSettings, ScanTarget
@@ -110,6 +111,7 @@ def scan_collection(
             state().save_report(report, open_types)
     finally:
         state.close()
+        wait_for_preloads()
     return report
 
 
