@@ -287,8 +287,9 @@ def labelled_sample(
                 detector.expect(2 * total)
             readings += detector.read_many([record.source_text or "" for record in page])
             if first and meanwhile is not None:  # after the detector's imports: two threads importing one package race
-                _PRELOADS.append(threading.Thread(target=meanwhile, daemon=True, name="vdbguard-preload"))
-                _PRELOADS[-1].start()
+                preload = threading.Thread(target=meanwhile, daemon=True, name="vdbguard-preload")
+                preload.start()
+                _PRELOADS.append(preload)
             records += page
             advance(len(page))
             if len(records) >= limit or read >= LOOK_AHEAD * limit or (read >= limit and not records):
