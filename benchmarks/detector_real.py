@@ -70,6 +70,8 @@ Registers (one row per register, source, group and type):
   Ghost", "God Almighty", ``GODS``) is no one's personal data: in eval it is a ``deity`` mention, as is a
   god's gloss, and no name is placed where it stood.
 - ``placed-in-sentence``: the same sentences with that name replaced by a placed name.
+  Both are also scored on reviewed gold: without the names ``gold_review.json`` lists, which two readers of every
+  named sentence found no person there ("offering `King Lear' this month"), nor names placed where they stood.
 - ``pronoun-placed`` (train only): a sentence's first "he", "she", "him" or "his" replaced by a placed name or
   a surname alone, so the silver names also sit where sentences put people.
 - ``gloss-person`` / ``-place`` / ``-organisation`` / ``-artifact`` (a ``product`` mention) / ``-work`` /
@@ -121,6 +123,7 @@ fortunes (BSD), oui (public domain) and usb-ids (BSD-3-Clause), with Faker value
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib
 import json
@@ -1134,7 +1137,7 @@ def score(items: Sequence[Item], found: Sequence[list[Detection]], misses: int) 
     """Recall rows (one per register, source, group and gold type) and mention rows (per mention kind)."""
     gold_rows: dict[tuple, dict] = defaultdict(lambda: {"n": 0, "found": 0, "any_type": 0, "on": [0, 0], "off": [0, 0],
                                                        "origins": defaultdict(lambda: [0, 0]), "found_by": Counter(),
-                                                       "misses": []})  # fmt: skip
+                                                       "reviewed": [0, 0], "misses": []})  # fmt: skip
     mention_rows: dict[tuple, dict] = defaultdict(lambda: {"n": 0, "person": 0, "any": 0, "called_by": Counter(),
                                                           "examples": []})  # fmt: skip
     for item, detections in zip(items, found, strict=True):
@@ -1144,6 +1147,9 @@ def score(items: Sequence[Item], found: Sequence[list[Detection]], misses: int) 
             row["n"] += 1
             row["found"] += bool(matching)
             row["any_type"] += any(overlaps(span, d) for d in detections)
+            if not reviewed_out(item):
+                row["reviewed"][0] += bool(matching)
+                row["reviewed"][1] += 1
             if span.gazetteer is not None:
                 row["on" if span.gazetteer else "off"][0] += bool(matching)
                 row["on" if span.gazetteer else "off"][1] += 1
@@ -1181,6 +1187,7 @@ def score(items: Sequence[Item], found: Sequence[list[Detection]], misses: int) 
         {
             "register": register, "source": source, "group": group, "type": label, "n": row["n"],
             "recall": rate(row["found"], row["n"]), "any_type": rate(row["any_type"], row["n"]),
+            "reviewed_recall": rate(*row["reviewed"]), "reviewed_n": row["reviewed"][1],
             "on_gazetteer": rate(*row["on"]), "on_gazetteer_n": row["on"][1],
             "off_gazetteer": rate(*row["off"]), "off_gazetteer_n": row["off"][1],
             "found_by": dict(row["found_by"].most_common()),
@@ -1198,6 +1205,21 @@ def score(items: Sequence[Item], found: Sequence[list[Detection]], misses: int) 
         for (register, source, group, kind), row in sorted(mention_rows.items())
     ]  # fmt: skip
     return recall, mentions
+
+
+@functools.cache
+def _not_a_person() -> frozenset[tuple[str, str, str]]:
+    rows = json.loads(Path(__file__).with_name("gold_review.json").read_text(encoding="utf-8"))["not_a_person"]
+    return frozenset((r["source"], r["text"][: r["start"]], r["text"][r["end"] :]) for r in rows)
+
+
+def reviewed_out(item: Item) -> bool:
+    """Whether the item's name stands where ``gold_review.json`` found no person: the named sentence, or a placed name
+    in its slot."""
+    if item.register not in ("named-in-sentence", "placed-in-sentence") or len(item.gold) != 1:
+        return False
+    span = item.gold[0]
+    return (item.source, item.text[: span.start], item.text[span.end :]) in _not_a_person()
 
 
 def by_whom(counts: dict[str, int]) -> str:
@@ -1222,6 +1244,10 @@ def summary(items: Sequence[Item], found: Sequence[list[Detection]]) -> dict:
                 continue
             count("PERSON", bool(matching))
             count("PERSON:on-gazetteer" if span.gazetteer else "PERSON:off-gazetteer", bool(matching))
+            if not reviewed_out(item):
+                count("PERSON, reviewed gold", bool(matching))
+                if not span.gazetteer:
+                    count("PERSON:off-gazetteer, reviewed gold", bool(matching))
             count("PERSON without the gazetteer", any("Gazetteer" not in d.recognizer for d in matching))
         addresses = [d for d in detections if d.pii_type is PiiType.ADDRESS]
         for span in item.mentions:
@@ -1247,14 +1273,16 @@ def fmt(value: float | None, n: int | None = None) -> str:
 def print_tables(recall: list[dict], mentions: list[dict], totals: dict, speed: dict, detector: str) -> None:
     print(f"\n### Recall by register, source and type ({detector})\n")
     print(
-        "| register | source | group | type | n | recall | any type | on gazetteer (n) | off gazetteer (n) | found by |"
+        "| register | source | group | type | n | recall | any type | on gazetteer (n) | off gazetteer (n) | found by "
+        "| reviewed gold (n) |"
     )
-    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
     for r in recall:
         on = fmt(r["on_gazetteer"], r["on_gazetteer_n"]) if r["type"] == "PERSON" else ""
         off = fmt(r["off_gazetteer"], r["off_gazetteer_n"]) if r["type"] == "PERSON" else ""
         cells = [r["register"], r["source"], r["group"], r["type"], str(r["n"]), fmt(r["recall"]), fmt(r["any_type"])]
-        print("| " + " | ".join([*cells, on, off, by_whom(r["found_by"])]) + " |")
+        reviewed = fmt(r["reviewed_recall"], r["reviewed_n"]) if r["reviewed_n"] != r["n"] else ""
+        print("| " + " | ".join([*cells, on, off, by_whom(r["found_by"]), reviewed]) + " |")
     print(f"\n### Non-person mentions called PERSON, and clean text with any detection ({detector})\n")
     print("| register | source | group | mention | n | called PERSON | any detection on it | PERSON by |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: | --- |")

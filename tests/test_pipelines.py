@@ -225,6 +225,24 @@ def test_the_silver_datas_old_registers_leave_out_unlabelled_names_and_sentences
     assert held.isdisjoint(silver_data.eight_words("Zero one two three four five six seven, and more besides."))
 
 
+def test_reviewed_gold_leaves_out_a_name_where_readers_found_no_person_and_the_names_placed_there(
+    silver_data: ModuleType,
+) -> None:
+    """``gold_review.json``'s names stand where its rows say; the named sentence and a name placed in its slot are left
+    out of the reviewed score, the same slot in another source and another sentence are not."""
+    rows = json.loads((ROOT / "benchmarks" / "gold_review.json").read_text(encoding="utf-8"))["not_a_person"]
+    assert rows and all(row["text"][row["start"] : row["end"]] == row["name"] for row in rows)
+    row = next(r for r in rows if r["name"] == "King Lear")
+    item, span = silver_data.Item, silver_data.person
+    named = item(row["text"], row["source"], "named-in-sentence", "eval", (span(row["start"], row["name"]),))
+    text, start, _ = silver_data.swap(row["text"], row["start"], row["end"], "Agáta Horáková")
+    placed = item(text, row["source"], "placed-in-sentence", "eval", (span(start, "Agáta Horáková"),))
+    assert silver_data.reviewed_out(named) and silver_data.reviewed_out(placed)
+    elsewhere = item(text, "fortunes", "placed-in-sentence", "eval", placed.gold)
+    other = item("He met Agáta Horáková", row["source"], "placed-in-sentence", "eval", (span(7, "Agáta Horáková"),))
+    assert not silver_data.reviewed_out(elsewhere) and not silver_data.reviewed_out(other)
+
+
 def test_the_bible_people_are_the_words_the_bible_puts_where_only_a_person_stands(silver_data: ModuleType) -> None:
     """``--bible-people``: a name the King James Bible uses as a begetter, a son or a speaker is a person; one it
     also puts where a land, a city or a people stands ("the land of Judah") is not, nor is a word it writes in lower
