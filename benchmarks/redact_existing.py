@@ -9,7 +9,8 @@ and prints the records flagged per PII type before and after. Retrieval, two way
 known-item recall@10 (half of a note's words as the query must find the note, `evaluate-defense`'s measure), and
 the overlap of each note's 10 nearest notes before and after (its text as the query, redacted for the copy, as a
 guarded pipeline redacts queries). The issue's targets: ≥ 90% fewer PERSON records flagged, neighbour recall@10
-on PII-free queries ≥ 0.98.
+on PII-free queries ≥ 0.98. With ``--real-cache``, the same on real sentences, also without the PII-free ones that two
+readers found a person named in all the same (``gold_review.json``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ def real_text(cache: Path, records: int, seed: int) -> tuple[list[str], list[boo
     return with_pii[:half] + without[:half], [True] * half + [False] * half
 
 
+def names_a_person() -> set[str]:
+    """The PII-free real sentences two readers both found a person named in (``gold_review.json``)."""
+    review = json.loads(Path(__file__).with_name("gold_review.json").read_text(encoding="utf-8"))
+    return {row["text"] for row in review["names_a_person"]["sentences"]}
+
+
 def fmt(result: dict[str, float]) -> str:
     return (
         f"{result['every_record']:.3f} / {result['pii_free_records']:.3f} (a record with PII moved by a median cosine "
@@ -162,11 +169,17 @@ def main() -> None:
         texts, pii = real_text(args.real_cache, args.records, seed=0)
         redacted = redaction.transform_texts(texts)
         clean = [i for i, has in enumerate(pii) if not has]
-        real = retrieval(embedder.encode(texts), embedder.encode(redacted), embedder.encode(redacted), clean)
+        vectors, redacted_vectors = embedder.encode(texts), embedder.encode(redacted)
+        real = retrieval(vectors, redacted_vectors, redacted_vectors, clean)
         real["pii_free_changed"] = sum(texts[i] != redacted[i] for i in clean) / len(clean)
         print(f"real text, PII-free sentences as queries, among every / PII-free sentence: {fmt(real)}")
         print(f"real text, PII-free sentences redaction changed: {real['pii_free_changed']:.3f}")
         out["real_text"] = real
+        reviewed = [i for i in clean if texts[i] not in names_a_person()]
+        real = retrieval(vectors, redacted_vectors, redacted_vectors, reviewed)
+        real["pii_free_changed"] = sum(texts[i] != redacted[i] for i in reviewed) / len(reviewed)
+        print(f"the same, {len(clean) - len(reviewed)} sentences that name a person left out: {fmt(real)}")
+        out["real_text_reviewed"] = real
     print(json.dumps(out, default=dict))
 
 

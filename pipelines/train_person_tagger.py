@@ -474,6 +474,47 @@ def with_rulers(rows: list[dict], share: float, firsts: Sequence[str], seed: int
     return copies
 
 
+VOCATIVE_REGISTERS = ("clean-sentence", "pronoun-placed", "placed-in-sentence", "country-in-sentence")
+# how email and tickets address someone before or after a sentence: "Tony, it seems to me ...", "... Thanks, Tony"
+VOCATIVE_FORMS = ("{first}, ", "{first} - ", "Hi {first}, ", "{first}: ", "{first} -- ")
+SIGN_OFF_FORMS = (" Thanks, {first}", " -{first}", " {first}")
+
+
+def with_vocatives(rows: list[dict], share: float, firsts: Sequence[str], seed: int) -> list[dict]:
+    """Copies of a share of the real sentences with a given name addressed before them (the sentence's first word
+    then in lower case unless it is "I" or a name) or signed after them: learned from prose, quotations and frames,
+    the tagger missed the names email opens and closes with ("Todd, in the past, had provided an update")."""
+    rng = random.Random(seed)
+    copies = []
+    for row in rows:
+        if row["register"] not in VOCATIVE_REGISTERS or rng.random() >= share:
+            continue
+        if (first := pick(firsts, row["dev"], rng)) is None or not row["text"][:1].isupper():
+            continue
+        text, spans = row["text"], row["spans"]
+        if rng.random() < 0.7:
+            prefix = rng.choice(VOCATIVE_FORMS).format(first=first)
+            opening = text.split(" ", 1)[0]
+            if opening != "I" and not any(s["start"] == 0 for s in spans) and opening[1:2].islower():
+                text = text[0].lower() + text[1:]
+            moved = [s | {"start": s["start"] + len(prefix), "end": s["end"] + len(prefix)} for s in spans]
+            name = {"start": prefix.index(first), "end": prefix.index(first) + len(first), "label": "PERSON"}
+            copy = row | {"text": prefix + text, "spans": [name, *moved]}
+            copy["mentions"] = [m | {"start": m["start"] + len(prefix), "end": m["end"] + len(prefix)}
+                                for m in row["mentions"]]  # fmt: skip
+            copy["unsure"] = [[a + len(prefix), b + len(prefix)] for a, b in row.get("unsure", [])]
+        else:
+            suffix = rng.choice(SIGN_OFF_FORMS).format(first=first)
+            at = len(text) + suffix.index(first)
+            copy = row | {
+                "text": text + suffix,
+                "spans": [*spans, {"start": at, "end": at + len(first), "label": "PERSON"}],
+            }
+        copies.append(copy | {"register": "vocative"})
+    print(f"{len(copies)} copies addressed or signed by a name", flush=True)
+    return copies
+
+
 def renamed(row: dict, span: dict, value: str) -> dict:
     """``row`` with ``span``'s text replaced by ``value``; the offsets after it moved to match."""
     start, end = span["start"], span["end"]
@@ -489,6 +530,62 @@ def renamed(row: dict, span: dict, value: str) -> dict:
     return row | {"text": row["text"][:start] + value + row["text"][end:], "spans": spans,
                   "mentions": [shifted(m) for m in row["mentions"]],
                   "unsure": [[moved(a), moved(b)] for a, b in row.get("unsure", [])]}  # fmt: skip
+
+
+def given_rows(paths: list[Path], dev: bool = False) -> list[dict]:
+    """Rows already in this script's form (JSONL, gzipped or not), all train or all dev: the business email that
+    ``pipelines/build_email_corpus.py`` writes, split by mailbox (``--rows`` its train part, ``--dev-rows`` its dev)."""
+    rows = []
+    for path in paths:
+        content = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text("utf-8")
+        rows += [json.loads(line) | {"dev": dev} for line in content.splitlines() if line]
+    return rows
+
+
+NAME_SUFFIXES = {"Jr", "Sr", "II", "III", "IV"}
+
+
+def with_renamed_copies(rows: list[dict], copies: int, fill: Fill, seed: int) -> list[dict]:
+    """``copies`` copies of each row naming a person, every name written as it was with other names of the train
+    locales ("Lokey, Teb" as "Okafor, Jana", "TK" as other initials), the same word the same new word within a row:
+    real email's conventions ("Last, First; ...", "Name/HOU/ECT@ECT", "Teb-") without learning its people."""
+    rng = random.Random(seed)
+    out = []
+    for row in rows:
+        if not any(span["label"] == "PERSON" for span in row["spans"]):
+            continue
+        for _ in range(copies):
+            words: dict[str, str] = {}
+            copy = row
+            for index in reversed(range(len(row["spans"]))):
+                span = copy["spans"][index]
+                if span["label"] == "PERSON":
+                    value = copy["text"][span["start"] : span["end"]]
+                    copy = renamed(copy, span, other_name(value, words, fill, rng))
+            out.append(copy)
+    print(f"{len(out)} renamed copies", flush=True)
+    return out
+
+
+def other_name(value: str, words: dict[str, str], fill: Fill, rng: random.Random) -> str:
+    """``value`` with each of its names replaced: before a comma a surname, else the last of two or more a surname and
+    the others given names; initials, suffixes and name particles kept, capitals kept."""
+    parts = re.split(r"([\w'-]+)", value)
+    names = [p for p in parts if p[:1].isalpha() and p not in NAME_SUFFIXES and len(p) > 1 and not p.islower()]
+    comma = value.find(",")
+    at = 0
+    for i, part in enumerate(parts):
+        start, at = at, at + len(part)
+        if part not in names:
+            continue
+        if part.isupper() and len(part) <= 3:
+            words.setdefault(part, "".join(rng.choice("ABCDEFGHJKLMNPRSTW") for _ in part))
+        else:
+            surname = (comma >= 0 and start < comma) or (comma < 0 and len(names) > 1 and part == names[-1])
+            replacement = pick(fill.surnames if surname else fill.firsts, False, rng) or part
+            words.setdefault(part, replacement.upper() if part.isupper() else replacement)
+        parts[i] = words[part]
+    return "".join(parts)
 
 
 def encode_rows(rows: list[dict], tokens: T.Tokens, names: frozenset[str]) -> list[dict]:
@@ -648,6 +745,8 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
     fill = Fill(root, things, args.seed, record_frames()["extra_locales"] if args.record_frames else ())
     if args.rulers:
         silver += with_rulers(silver, args.rulers, fill.firsts, args.seed, args.ruler_titles)
+    if args.vocatives:
+        silver += with_vocatives(silver, args.vocatives, fill.firsts, args.seed)
     held_out: set[str] = set()
     if args.without_wordnet_instances:  # the eval's glosses and named sentences take their people, places and works
         instances = detector_real.wordnet(root).instances  # from WordNet's instances
@@ -655,7 +754,11 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
     public = public_rows(args.conll, held_out)
     print(f"{len(public)} public corpus sentences", flush=True)
     framed = framed_rows(fill, args.per_frame_register, args.seed, args.gloss_frames, args.record_frames)
-    rows = silver + public + framed
+    given = given_rows(args.rows)
+    if args.renamed_copies:
+        given += with_renamed_copies(given, args.renamed_copies, fill, args.seed)
+    given += given_rows(args.dev_rows, dev=True)
+    rows = silver + public + framed + given
     return encode_rows(rows, T.Tokens(), name_gazetteer())
 
 
@@ -851,6 +954,10 @@ def provenance(
     placeholders: float = 0.0,
     rulers: float = 0.0,
     ruler_titles: bool = False,
+    given: Sequence[Path] = (),
+    renamed_copies: int = 0,
+    given_dev: Sequence[Path] = (),
+    vocatives: float = 0.0,
 ) -> dict:
     """What the tagger was trained over and with: the encoder's weights, the featurisation, the frames and the
     silver data (``tests/detectors/test_tagger.py`` checks the first three against the installed project)."""
@@ -866,7 +973,11 @@ def provenance(
         {"gloss_frames": frames_digest(GLOSS_FRAMES_FILE)} if glosses else {}) | (
         {"record_frames": frames_digest(RECORD_FRAMES_FILE)} if records else {}) | (
         {"placeholders": placeholders} if placeholders else {}) | ({"rulers": rulers} if rulers else {}) | (
-        {"ruler_titles": True} if ruler_titles else {})  # fmt: skip
+        {"ruler_titles": True} if ruler_titles else {}) | (
+        {"rows": {path.name: corpus_digest(path) for path in given}} if given else {}) | (
+        {"dev_rows": {path.name: corpus_digest(path) for path in given_dev}} if given_dev else {}) | (
+        {"renamed_copies": renamed_copies} if renamed_copies else {}) | (
+        {"vocatives": vocatives} if vocatives else {})  # fmt: skip
 
 
 def corpus_digest(path: Path) -> str:
@@ -908,6 +1019,14 @@ def main() -> None:
         action="store_true",
         help='with --rulers: titled and ordinal forms too ("King Olaf", "Pope Olaf IX", "Olaf the Second")',
     )
+    parser.add_argument("--vocatives", type=float, default=0.0, metavar="SHARE",
+                        help='copies of this share of real sentences addressed or signed by a name')  # fmt: skip
+    parser.add_argument("--rows", type=Path, nargs="*", default=[],
+                        help="rows in this script's form: corpora/emailcoref.train.jsonl.gz")  # fmt: skip
+    parser.add_argument("--dev-rows", type=Path, nargs="*", default=[],
+                        help="rows in this script's form, dev only: corpora/emailcoref.dev.jsonl.gz")  # fmt: skip
+    parser.add_argument("--renamed-copies", type=int, default=0, metavar="N",
+                        help="N copies of each --rows row naming a person, the names replaced")  # fmt: skip
     parser.add_argument("--out", type=Path, default=T.TAGGER_DIR)
     parser.add_argument("--layers", type=int, default=6, help="encoder layers kept (of 6)")
     parser.add_argument("--trained", type=int, default=2, help="top layers trained")
@@ -957,6 +1076,10 @@ def main() -> None:
             args.placeholders,
             args.rulers,
             args.ruler_titles,
+            args.rows,
+            args.renamed_copies,
+            args.dev_rows,
+            args.vocatives,
         )
     if args.save_examples:
         origin["examples_written_by"] = " ".join(["python", *sys.argv])

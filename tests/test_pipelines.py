@@ -139,8 +139,110 @@ def test_the_public_corpora_kept_here_are_the_ones_their_readme_names_and_read_a
     for path in sorted(folder.glob("*.gz")):
         digest = hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()[:16]
         assert f"`{path.name}`" in readme and digest in readme, f"{path.name} is not the file the README names"
-        rows = tagger_trainer.public_rows([path])
+        read = tagger_trainer.given_rows if path.name.endswith(".jsonl.gz") else tagger_trainer.public_rows
+        rows = read([path])
         assert sum(len(row["spans"]) for row in rows) > 100 and sum(len(row["mentions"]) for row in rows) > 100
+
+
+EMAIL_THREAD = """#begin document (lokey_t_1)
+To\tTeb\t-\t-
+:\tTeb\t-\t-
+Lokey\tTeb\t(P0*\t(0
+,\tTeb\t-\t-
+Teb\tTeb\tP0*)\t0)
+;\tTeb\t-\t-
+teb.lokey@enron.com\tTeb\t(P0)\t(0)
+
+Perry\tTeb\t(P1*)\t(1)
+'s\tTeb\t-\t-
+team\tTeb\t-\t-
+at\tTeb\t-\t-
+SoCalGas\tTeb\t(O0*)\t(2)
+and\tTeb\t-\t-
+the\tTeb\t-\t-
+Team\tTeb\t(P2*)\t(3)
+sent\tTeb\t-\t-
+it\tTeb\t-\t-
+to\tTeb\t-\t-
+me\tTeb\t(P0)\t(0)
+.\tTeb\t-\t-
+"""
+
+
+def test_the_email_corpus_marks_named_people_not_pronouns_roles_or_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line's named people are gold; an organisation is a mention; a person's address is an ``email`` mention (no
+    name, no clean line); a role the annotators counted as a person ("Team") and a pronoun ("me") are neither."""
+    build = _script(monkeypatch, PIPELINES, "build_email_corpus")
+    lines = [build.row(line, "lokey_t_1") for line in build.threads_of(EMAIL_THREAD)]
+    named = [
+        [(row["text"][s["start"] : s["end"]], s["label"]) for s in row["spans"] + row["mentions"]] for row in lines
+    ]
+    assert [row["text"] for row in lines] == [
+        "To: Lokey, Teb; teb.lokey@enron.com",
+        "Perry's team at SoCalGas and the Team sent it to me.",
+    ]
+    assert named == [[("Lokey, Teb", "PERSON"), ("teb.lokey@enron.com", "email")],
+                     [("Perry", "PERSON"), ("SoCalGas", "organisation")]]  # fmt: skip
+
+
+def test_the_email_benchmark_counts_headers_apart_and_an_address_line_neither_named_nor_clean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bench = _script(monkeypatch, ROOT / "benchmarks", "email_people")
+    lines = [
+        bench.Line("To: Lokey, Teb", [(4, 14)], [], []),
+        bench.Line("Perry's team at SoCalGas", [(0, 5)], [(16, 24)], []),
+        bench.Line("Thanks", [], [], []),
+        bench.Line("teb.lokey@enron.com", [], [], [(0, 19)]),
+    ]
+    result = bench.score(lines, [[], [(0, 5), (16, 24)], [(0, 6)], [(0, 3)]], misses=0)
+    assert result["header"] == {
+        "names found": 0.0, "names": 1, "things called people": 0.0, "things": 0, "clean lines given one": 0.0,
+        "clean lines": 0,
+    }  # fmt: skip
+    assert result["body"] == {
+        "names found": 1.0, "names": 1, "things called people": 1.0, "things": 1, "clean lines given one": 1.0,
+        "clean lines": 1,
+    }  # fmt: skip
+    assert result["names found"] == 0.5
+
+
+def test_renamed_copies_keep_each_names_form_and_one_new_word_per_word_in_a_row(tagger_trainer: ModuleType) -> None:
+    """``--renamed-copies``: "Last, First M." stays that form, initials stay initials, a word named twice in a row gets
+    the same new word both times, and the offsets after each name move with it."""
+    from types import SimpleNamespace
+
+    fill = SimpleNamespace(firsts=[f"Given{i}" for i in range(30)], surnames=[f"Family{i}" for i in range(30)])
+    text = "X-To: Lokey, Teb K.; TK; Doug Leach < Doug Leach/HOU/ECT@ECT >"
+    names = ["Lokey, Teb K.", "TK", "Doug Leach", "Doug Leach"]
+    at = [text.index("Lokey"), text.index("TK"), text.index("Doug"), text.rindex("Doug")]
+    spans = [{"start": a, "end": a + len(n), "label": "PERSON"} for a, n in zip(at, names, strict=True)]
+    row = {"text": text, "spans": spans, "mentions": [], "register": "email", "dev": False}
+    (copy,) = tagger_trainer.with_renamed_copies([row], 1, fill, 0)
+    values = [copy["text"][s["start"] : s["end"]] for s in copy["spans"]]
+    assert re.fullmatch(r"Family\d+, Given\d+ K\.", values[0]) and re.fullmatch(r"[A-Z]{2}", values[1])
+    assert re.fullmatch(r"Given\d+ Family\d+", values[2]) and values[3] == values[2]
+    assert copy["text"].endswith(f"< {values[3]}/HOU/ECT@ECT >") and "Lokey" not in copy["text"]
+
+
+def test_vocative_copies_address_or_sign_a_real_sentence_and_keep_its_spans_aligned(tagger_trainer: ModuleType) -> None:
+    """``--vocatives``: a sentence's copy opens with a given name of the row's side of the dev split ("Olu, and he
+    said ...") or ends signed by one; the sentence's own name keeps its words."""
+    text = "And he said to Olga Berg, see olga@example.org."
+    spans = [{"start": 15, "end": 24, "label": "PERSON"}, {"start": 30, "end": 46, "label": "EMAIL"}]
+    rows = [{"text": text, "spans": spans, "mentions": [], "register": "placed-in-sentence", "dev": i % 2 == 1}
+            for i in range(40)]  # fmt: skip
+    copies = tagger_trainer.with_vocatives(rows, 1.0, [f"Name{i}" for i in range(40)], 0)
+    assert len(copies) == 40 and {c["register"] for c in copies} == {"vocative"}
+    openings = 0
+    for copy in copies:
+        values = [copy["text"][s["start"] : s["end"]] for s in copy["spans"]]
+        (first,) = [value for value in values if value.startswith("Name")]
+        assert sorted(values) == sorted([first, "Olga Berg", "olga@example.org"])
+        assert (zlib.crc32(first.encode()) % 10 == 0) == copy["dev"]
+        openings += copy["text"].find("and he said") > 0
+        assert "and he said" in copy["text"] or copy["text"].startswith("And he said")
+    assert 0 < openings < 40
 
 
 def test_the_tagger_trainers_gloss_frames_are_registers_of_people_and_of_clean_text(tagger_trainer: ModuleType) -> None:
@@ -241,6 +343,18 @@ def test_reviewed_gold_leaves_out_a_name_where_readers_found_no_person_and_the_n
     elsewhere = item(text, "fortunes", "placed-in-sentence", "eval", placed.gold)
     other = item("He met Agáta Horáková", row["source"], "placed-in-sentence", "eval", (span(7, "Agáta Horáková"),))
     assert not silver_data.reviewed_out(elsewhere) and not silver_data.reviewed_out(other)
+
+
+def test_the_pii_free_sentences_readers_found_a_person_in_are_left_out_of_the_reviewed_redaction_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``gold_review.json``'s second list: each sentence names the person it says, once, and the redaction benchmark
+    reads them as the sentences its reviewed row leaves out."""
+    review = json.loads((ROOT / "benchmarks" / "gold_review.json").read_text(encoding="utf-8"))["names_a_person"]
+    rows = review["sentences"]
+    assert rows and all(row["name"].split(";")[0].split()[-1] in row["text"] for row in rows)
+    bench = _script(monkeypatch, ROOT / "benchmarks", "redact_existing")
+    assert bench.names_a_person() == {row["text"] for row in rows} and len(rows) == len(bench.names_a_person())
 
 
 def test_the_bible_people_are_the_words_the_bible_puts_where_only_a_person_stands(silver_data: ModuleType) -> None:
