@@ -40,7 +40,7 @@ KINDS = {"P": "PERSON", "O": "organisation", "L": "place"}
 PRONOUNS = {
     "i", "me", "my", "mine", "myself", "you", "your", "yours", "yourself", "he", "him", "his", "himself", "she",
     "her", "hers", "herself", "we", "us", "our", "ours", "ourselves", "they", "them", "their", "theirs", "it", "its",
-    "who", "whom", "whose",
+    "who", "whom", "whose", "everyone", "everybody", "anyone", "anybody", "someone", "somebody", "all", "others",
 }  # fmt: skip
 _MENTION = re.compile(r"(\()?([POLD])(\d+)\*?(\))?")
 

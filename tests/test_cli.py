@@ -57,7 +57,7 @@ def test_scan_writes_valid_reports_and_exits_1_on_findings(scan_args, pii_store,
     assert code == 1, output
     assert re.search(r"Scanning[^\n]*: done, \d+/\d+", output), "no terminal: plain progress lines"
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
-    assert report.schema_version == SCHEMA_VERSION == "1.8" and report.masked and report.detector == "presidio 16"
+    assert report.schema_version == SCHEMA_VERSION == "1.8" and report.masked and report.detector == "presidio 17"
     assert report.verdict is not None and report.verdict.name in ("owner", "packaged")
     assert report.summary.records_scanned == len(pii_store[2])
     assert report.findings

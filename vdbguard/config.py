@@ -1031,7 +1031,7 @@ fast = ["pii-probe", "bag-of-words"]  # on every record
 # person = "high"
 
 # [detector]
-# name = "presidio"              # version 16 (learned names and addresses), or presidio-ner (6), presidio-sm (5)
+# name = "presidio"              # version 17 (learned names and addresses), or presidio-ner (6), presidio-sm (5)
 # language = "en"                # the only language the detector reads; another is refused
 
 # [[identifiers]]                # a type of your own, reported as CUSTOM:EMPLOYEE_ID (Presidio's ad-hoc fields)

@@ -206,7 +206,7 @@ class AllowListEntry(_Strict):
 class DetectorOptions(_Strict):
     name: str = Field(
         default="presidio",
-        description="The PII detector plugin: presidio (version 16: a learned tagger judges names and addresses), "
+        description="The PII detector plugin: presidio (version 17: a learned tagger judges names and addresses), "
         "presidio-ner (version 6: spaCy's NER trained for names and a name list) or presidio-sm (version 5: spaCy's "
         "own NER).",
     )

@@ -175,7 +175,7 @@ def test_a_big_job_announced_starts_its_workers_before_the_first_text(texts: lis
 
 def test_a_worker_of_a_detector_that_runs_a_model_may_import_torch_and_finds_what_this_process_finds() -> None:
     """Workers block torch's import for Presidio's sake, but not for the learned tagger, which runs on it."""
-    texts = ["Thanks to Ingrid Solberg for the patch.", "Shipped from Houston on Tuesday.", "ssn 078-05-1120"]
+    texts = ["Thanks to Ingrid Solberg for the patch.", "Shipped from Houston on Tuesday.", "SSN: 078-05-1120"]
     worker = DetectorWorker("presidio")
     try:
         assert worker.await_ready(), "the worker never built the tagger"

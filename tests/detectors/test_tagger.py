@@ -106,7 +106,7 @@ def test_an_identifiers_prefix_is_never_a_name(shipped: T.PersonTagger) -> None:
 # missed in float32, bfloat16 and int8 (not shipped), each with a doubt of 0.39-0.40 in the first two, 0.30 in int8
 NEARLY_NAMED = [
     "Recompute the lower diagonal of the matrix. Best, Tove",
-    "Element-wise minimum of two arrays. (Johanna)",
+    "Element-wise minimum of two arrays. (Tove)",
 ]
 CLEAN = ["Export the report as a spreadsheet every Monday.", "Shipped from Houston on Tuesday."]
 

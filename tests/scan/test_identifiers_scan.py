@@ -223,7 +223,7 @@ def test_the_detector_named_in_a_job_file_scans_and_a_misspelt_one_is_refused(
     _job(tmp_path, store, "")
     code, output = run("scan", "--config", str(job))
     default = Report.model_validate_json(written.read_text())
-    assert code == 0 and default.detector == "presidio 16", output
+    assert code == 0 and default.detector == "presidio 17", output
     assert default.coverage.records_attacked == len(TEXTS), "another detector: every record judged again"
 
     job.write_text(

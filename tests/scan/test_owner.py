@@ -142,9 +142,9 @@ def test_a_jobs_calibration_is_fitted_anew_for_another_kind_of_store_probe(monke
     from vdbguard.scan import run
 
     state = tmp_path / "state.db"
-    now = run._calibration_folder(state, "chroma:/store", ["presidio", 16])
+    now = run._calibration_folder(state, "chroma:/store", ["presidio", 17])
     monkeypatch.setattr(StoreProbe, "version", 2)
-    assert run._calibration_folder(state, "chroma:/store", ["presidio", 16]) != now
+    assert run._calibration_folder(state, "chroma:/store", ["presidio", 17]) != now
 
 
 def test_the_budget_goes_to_the_type_that_buys_recall() -> None:

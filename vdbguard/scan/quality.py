@@ -4,7 +4,7 @@ From ``benchmarks/real_text.py`` (BENCHMARKS.md, "Verdicts on real text"): recor
 person vs records that name nobody, in text nobody on the project wrote and no model was trained on,
 judged by their vectors alone, default settings. Measured per embedder and verdict mode: MiniLM for
 ``default``, ``any`` and ``owner``; ``store`` (the store's model cannot run here) with mpnet vectors standing in
-for the unknown model; all four with the default detector (version 16), whose labels train the fused verdict and
+for the unknown model; all four with the default detector (version 17), whose labels train the fused verdict and
 the owner's calibration, and attacks trained across registers (fortune cookies, numbers in running text, product
 lines). ``owner`` and ``store``: the mean of six draws of the records (a draw moves a row by up to 0.25).
 A report for any other pair says that nothing was measured. ``tests/scan/test_quality.py`` fails when BENCHMARKS.md
@@ -26,10 +26,10 @@ MEASURED: dict[tuple[str, str], tuple[tuple[str, float, float], ...]] = {
                 ("fortune cookies attributed to a person vs naming nobody", 0.6167, 0.0233)),
     (MINILM, "any"): (("WordNet person glosses vs places and organisations", 0.74, 0.1133),
             ("fortune cookies attributed to a person vs naming nobody", 0.84, 0.1183)),
-    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.9191, 0.0069),
-              ("fortune cookies attributed to a person vs naming nobody", 0.7365, 0.0247)),
-    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.942, 0.0017),
-                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8768, 0.0221)),
+    (MINILM, "owner"): (("WordNet person glosses vs places and organisations", 0.9851, 0.0077),
+              ("fortune cookies attributed to a person vs naming nobody", 0.7647, 0.0288)),
+    (STORE, "store"): (("WordNet person glosses vs places and organisations (mpnet vectors)", 0.9958, 0.0026),
+                       ("fortune cookies attributed to a person vs naming nobody (mpnet vectors)", 0.8841, 0.0253)),
 }  # fmt: skip
 
 
