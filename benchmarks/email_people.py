@@ -78,7 +78,9 @@ def score(lines: list[Line], found: list[list[tuple[int, int]]], misses: int) ->
         if not line.people and not line.mail:
             counts[f"{part} clean"] += 1
             counts[f"{part} clean given one"] += bool(people)
-            false += [line.text[start:end] + "  |  " + line.text[:120] for start, end in people]
+            false += [
+                line.text[s:e] + "  |  " + line.text[:120] for s, e in people if not overlapped((s, e), line.things)
+            ]
     result: dict = {}
     for part in ("body", "header"):
         result[part] = {

@@ -175,7 +175,8 @@ def main() -> None:
         print(f"real text, PII-free sentences as queries, among every / PII-free sentence: {fmt(real)}")
         print(f"real text, PII-free sentences redaction changed: {real['pii_free_changed']:.3f}")
         out["real_text"] = real
-        reviewed = [i for i in clean if texts[i] not in names_a_person()]
+        named = names_a_person()
+        reviewed = [i for i in clean if texts[i] not in named]
         real = retrieval(vectors, redacted_vectors, redacted_vectors, reviewed)
         real["pii_free_changed"] = sum(texts[i] != redacted[i] for i in reviewed) / len(reviewed)
         print(f"the same, {len(clean) - len(reviewed)} sentences that name a person left out: {fmt(real)}")

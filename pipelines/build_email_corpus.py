@@ -43,6 +43,9 @@ PRONOUNS = {
     "who", "whom", "whose", "everyone", "everybody", "anyone", "anybody", "someone", "somebody", "all", "others",
 }  # fmt: skip
 _MENTION = re.compile(r"(\()?([POLD])(\d+)\*?(\))?")
+NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "%", "/", "'s", "n't", "'re", "'ve", "'ll", "'d", "'m"}
+NO_SPACE_AFTER = {"(", "[", "$", "/"}
+_NOT_NAMES_UNSPACED = {name.replace(" ", "") for name in NOT_NAMES}  # a mention's tokens are joined without spaces
 
 
 def threads_of(content: str) -> list[list[tuple[str, str]]]:
@@ -86,13 +89,9 @@ def is_name(tokens: list[str]) -> bool:
             all(word[0].isupper() or word in PARTICLES for word in words)
             or (len(tokens) == 1 and tokens[0] in LOWER_CASE_NAMES)
         )
-        and "".join(tokens) not in {name.replace(" ", "") for name in NOT_NAMES}
+        and "".join(tokens) not in _NOT_NAMES_UNSPACED
         and (len(words) > 1 or words[0].lower() not in PRONOUNS)
     )
-
-
-NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "%", "/", "'s", "n't", "'re", "'ve", "'ll", "'d", "'m"}
-NO_SPACE_AFTER = {"(", "[", "$", "/"}
 
 
 def joined(tokens: list[str]) -> tuple[str, list[tuple[int, int]]]:
