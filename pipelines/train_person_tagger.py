@@ -247,7 +247,7 @@ def conll_rows(paths: list[Path]) -> list[dict]:
     rows = gum_rows([path for path in paths if path.suffix == ".conllu"])
     for path in (path for path in paths if path.suffix != ".conllu"):
         source = path.name.split(".")[0]
-        content = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text("utf-8")
+        content = corpus_text(path)
         in_documents, document = "-DOCSTART-" in content, ""
         for block in content.split("\n\n"):
             lines = (line.split("\t" if "\t" in line else " ") for line in block.splitlines())
@@ -508,12 +508,9 @@ def with_vocatives(rows: list[dict], share: float, firsts: Sequence[str], seed: 
             opening = text.split(" ", 1)[0]
             if opening != "I" and not any(s["start"] == 0 for s in spans) and opening[1:2].islower():
                 text = text[0].lower() + text[1:]
-            moved = [s | {"start": s["start"] + len(prefix), "end": s["end"] + len(prefix)} for s in spans]
             name = {"start": prefix.index(first), "end": prefix.index(first) + len(first), "label": "PERSON"}
-            copy = row | {"text": prefix + text, "spans": [name, *moved]}
-            copy["mentions"] = [m | {"start": m["start"] + len(prefix), "end": m["end"] + len(prefix)}
-                                for m in row["mentions"]]  # fmt: skip
-            copy["unsure"] = [[a + len(prefix), b + len(prefix)] for a, b in row.get("unsure", [])]
+            copy = moved_after(row, 0, len(prefix))
+            copy |= {"text": prefix + text, "spans": [name, *copy["spans"]]}
         else:
             suffix = rng.choice(SIGN_OFF_FORMS).format(first=first)
             at = len(text) + suffix.index(first)
@@ -529,17 +526,19 @@ def with_vocatives(rows: list[dict], share: float, firsts: Sequence[str], seed: 
 def renamed(row: dict, span: dict, value: str) -> dict:
     """``row`` with ``span``'s text replaced by ``value``; the offsets after it moved to match."""
     start, end = span["start"], span["end"]
-    shift = len(value) - (end - start)
+    return moved_after(row, end, len(value) - (end - start)) | {"text": row["text"][:start] + value + row["text"][end:]}
+
+
+def moved_after(row: dict, at: int, shift: int) -> dict:
+    """``row``'s spans, mentions and unsure stretches with every offset at or past ``at`` moved by ``shift``."""
 
     def moved(offset: int) -> int:
-        return offset + shift if offset >= end else offset
+        return offset + shift if offset >= at else offset
 
     def shifted(other: dict) -> dict:
         return other | {"start": moved(other["start"]), "end": moved(other["end"])}
 
-    spans = [s | {"end": start + len(value)} if s is span else shifted(s) for s in row["spans"]]
-    return row | {"text": row["text"][:start] + value + row["text"][end:], "spans": spans,
-                  "mentions": [shifted(m) for m in row["mentions"]],
+    return row | {"spans": [shifted(s) for s in row["spans"]], "mentions": [shifted(m) for m in row["mentions"]],
                   "unsure": [[moved(a), moved(b)] for a, b in row.get("unsure", [])]}  # fmt: skip
 
 
@@ -548,8 +547,7 @@ def given_rows(paths: list[Path], dev: bool = False) -> list[dict]:
     ``pipelines/build_email_corpus.py`` writes, split by mailbox (``--rows`` its train part, ``--dev-rows`` its dev)."""
     rows = []
     for path in paths:
-        content = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text("utf-8")
-        rows += [json.loads(line) | {"dev": dev} for line in content.splitlines() if line]
+        rows += [json.loads(line) | {"dev": dev} for line in corpus_text(path).splitlines() if line]
     return rows
 
 
@@ -993,8 +991,13 @@ def provenance(
 
 def corpus_digest(path: Path) -> str:
     """The digest ``pipelines/corpora/README.md`` records: the sha256 of the text, gzipped or not."""
+    return hashlib.sha256(corpus_text(path).encode()).hexdigest()[:16]
+
+
+def corpus_text(path: Path) -> str:
+    """A corpus file's text, gzipped or not."""
     data = path.read_bytes()
-    return hashlib.sha256(gzip.decompress(data) if path.suffix == ".gz" else data).hexdigest()[:16]
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
 
 
 def main() -> None:
