@@ -74,10 +74,11 @@ Data, train sources only (never an eval source, Debian package documentation or 
   surnames after a title or a verb, tickets and notes), filled with names of the train locales and gender-guesser's
   train half, and hard negatives: the silver data's own place, organisation, product and technical mentions, and
   Faker's cities, countries and companies of the train locales, in the same frames where a name could stand;
-- public annotated NER corpora (``--conll``, gzipped or not): the Broad Twitter Corpus, WNUT-17's emerging entities
-  and Wikigold's articles (dev by article), all CC BY 4.0, and CrossNER's Wikipedia sentences (MIT, text CC BY-SA),
-  kept in ``pipelines/corpora`` (its README names their sources), and GUM's entity layer (``gum/dep/GUM_*.conllu``;
-  its CC BY and BY-SA genres, ``GUM_GENRES``): only the weights they trained ship in the wheel, never their text.
+- public annotated NER corpora (``--conll``, gzipped or not): the Broad Twitter Corpus, WNUT-17's emerging entities,
+  Wikigold's articles (dev by article) and LitBank's novels (``build_litbank_corpus.py``; dev by novel), all CC BY
+  4.0, and CrossNER's Wikipedia sentences (MIT, text CC BY-SA), kept in ``pipelines/corpora`` (its README names their
+  sources), and GUM's entity layer (``gum/dep/GUM_*.conllu``; its CC BY and BY-SA genres, ``GUM_GENRES``): only the
+  weights they trained ship in the wheel, never their text.
   ``--without-wordnet-instances`` leaves out their sentences that name a WordNet instance, whom the eval registers'
   glosses and named sentences are about (the silver data is held to a stricter rule when it is written);
 - a lower-cased copy of a share of every kind (``--lower``), labels kept: inversion recovers lower-case word soup.

@@ -185,6 +185,41 @@ def test_the_email_corpus_marks_named_people_not_pronouns_roles_or_addresses(mon
                      [("Perry", "PERSON"), ("SoCalGas", "organisation")]]  # fmt: skip
 
 
+LITBANK_TEXT = (
+    "Then the poet Shelley met Mr. Bennet in Lincoln 's Inn .\n"
+    "God help old Mr Pontifex , Margaret dear .\n"
+    "Pink and The Happy Family met the Irish .\n"
+)
+
+
+def _brat(mentions: list[tuple[str, str]]) -> str:
+    return "\n".join(
+        f"T{i}\t{kind} {LITBANK_TEXT.index(words)} {LITBANK_TEXT.index(words) + len(words)}\t{words}"
+        for i, (kind, words) in enumerate(mentions)
+    )
+
+
+def test_the_novel_corpus_marks_a_proper_persons_name_without_its_title_describing_words_or_groups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LitBank's proper person mentions become names, their titles and describing words outside ("the poet Shelley"
+    is "Shelley", "Mr. Bennet" "Bennet"), a god no one; its proper places are places; nominal mentions stay out. A
+    person the coreference layer left out is a name where the entity layer writes every word capitalised ("Pink"),
+    not a group ("The Happy Family") or a people ("the Irish")."""
+    build = _script(monkeypatch, PIPELINES, "build_litbank_corpus")
+    coreference = _brat([("PROP_PER", "the poet Shelley"), ("PROP_PER", "Mr. Bennet"), ("PROP_FAC", "Lincoln 's Inn"),
+                         ("PROP_PER", "God"), ("PROP_PER", "old Mr Pontifex"), ("PROP_PER", "Margaret dear"),
+                         ("NOM_PER", "poet")])  # fmt: skip
+    entities = _brat([("PER", "Shelley"), ("PER", "Pink"), ("PER", "The Happy Family"), ("PER", "Irish")])
+    sentences = build.novel(LITBANK_TEXT, coreference, entities)
+    tagged = [[(token, tag) for token, tag in sentence if tag != "O"] for sentence in sentences]
+    assert tagged == [
+        [("Shelley", "B-PER"), ("Bennet", "B-PER"), ("Lincoln", "B-LOC"), ("'s", "I-LOC"), ("Inn", "I-LOC")],
+        [("Pontifex", "B-PER"), ("Margaret", "B-PER")],
+        [("Pink", "B-PER")],
+    ]
+
+
 def test_the_email_benchmark_counts_headers_apart_and_an_address_line_neither_named_nor_clean(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
