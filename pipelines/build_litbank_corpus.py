@@ -44,6 +44,7 @@ PEOPLES = {
     "Scottish", "Spanish", "British", "Danish", "Swedish", "Turkish", "Polish", "Jewish", "Flemish",
 }  # fmt: skip
 PARTICLES = {"de", "la", "van", "von", "du", "del", "da", "di", "le", "of", "the"}
+INSIDE_NAMES = PARTICLES | {".", "'"}  # words a name runs on through: "Alexander the Great", "St . John"
 
 
 def novel(text: str, annotations: str, entities: str = "") -> list[list[tuple[str, str]]]:
@@ -61,7 +62,7 @@ def novel(text: str, annotations: str, entities: str = "") -> list[list[tuple[st
             at += len(token) + 1
         sentences.append([[token, "O"] for token in tokens])
         offset += len(line) + 1
-    for row in annotations.splitlines() + [f"{r}\t" for r in entities.splitlines()]:
+    for row in annotations.splitlines() + entities.splitlines():
         if not row.startswith("T"):
             continue
         kind_and_span, _ = row.split("\t")[1:3]
@@ -87,7 +88,7 @@ def named(first: int, words: list[str]) -> tuple[int, list[str]]:
     """The name inside a person's proper mention: its last run of capitalised words, titles before it left out."""
     runs, run = [], []
     for index, word in enumerate(words):
-        if word[:1].isupper() or (run and word in PARTICLES | {".", "'"}):
+        if word[:1].isupper() or (run and word in INSIDE_NAMES):
             run.append(index)
         elif run:
             runs.append(run)
@@ -96,7 +97,7 @@ def named(first: int, words: list[str]) -> tuple[int, list[str]]:
     if not runs:
         return first, []
     kept = runs[-1]
-    while kept and words[kept[-1]] in PARTICLES | {".", "'"}:
+    while kept and words[kept[-1]] in INSIDE_NAMES:
         kept = kept[:-1]
     while kept and words[kept[0]].rstrip(".").lower() in TITLES:
         kept = kept[1:]
@@ -142,7 +143,7 @@ def main() -> None:
         brat = [git_show(args.repo, args.commit, f"coref/brat/{stem}.{kind}") for kind in ("txt", "ann")]
         for sentence in novel(*brat, git_show(args.repo, args.commit, f"entities/brat/{stem}.ann")):
             text = " ".join(token for token, _ in sentence)
-            people = [" ".join(t for t, _ in entity) for entity in entities(sentence, "PER")]
+            people = [" ".join(t for t, _ in person) for person in tagged(sentence, "PER")]
             if not shingles.isdisjoint(real.eight_words(text)) or instances & {real.norm(p) for p in people}:
                 dropped += 1
                 continue
@@ -153,7 +154,7 @@ def main() -> None:
     print(f"{args.out}: {len(stems)} novels, {names} names; {dropped} sentences left out")
 
 
-def entities(sentence: list[tuple[str, str]], kind: str) -> list[list[tuple[str, str]]]:
+def tagged(sentence: list[tuple[str, str]], kind: str) -> list[list[tuple[str, str]]]:
     found: list[list[tuple[str, str]]] = []
     for token, tag in sentence:
         if tag == f"B-{kind}":
