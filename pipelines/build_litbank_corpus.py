@@ -24,8 +24,9 @@ import gzip
 import subprocess
 from pathlib import Path
 
+from build_email_corpus import PARTICLES as NAME_PARTICLES
 from silver_sources import detector_real as real
-from train_person_tagger import TITLES_BEFORE_NAMES
+from train_person_tagger import TITLES_BEFORE_NAMES, wordnet_instance_names
 
 OUT = Path(__file__).resolve().parent / "corpora" / "litbank.conll.gz"
 KINDS = {"PER": "PER", "GPE": "LOC", "LOC": "LOC", "FAC": "LOC", "ORG": "ORG", "VEH": "product"}
@@ -43,7 +44,7 @@ PEOPLES = {
     "Swedes", "Poles", "Britons", "Saxons", "Normans", "Moors", "Gauls", "Franks", "Goths", "Huns", "English", "Irish",
     "Scottish", "Spanish", "British", "Danish", "Swedish", "Turkish", "Polish", "Jewish", "Flemish",
 }  # fmt: skip
-PARTICLES = {"de", "la", "van", "von", "du", "del", "da", "di", "le", "of", "the"}
+PARTICLES = NAME_PARTICLES | {"of", "the"}  # old prose's too: "Alexander the Great", "Lady Jane of Kent"
 INSIDE_NAMES = PARTICLES | {".", "'"}  # words a name runs on through: "Alexander the Great", "St . John"
 
 
@@ -118,9 +119,8 @@ def group(words: list[str]) -> bool:
     return len(words) == 1 and (words[0] in PEOPLES or words[0].endswith(("ians", "cans", "ese")))
 
 
-def git_show(repo: Path, commit: str, path: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
 def main() -> None:
@@ -130,18 +130,17 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vdbguard-detector-real"))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    listing = subprocess.run(["git", "-C", str(args.repo), "ls-tree", "--name-only", f"{args.commit}:coref/brat"],
-                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    listing = git(args.repo, "ls-tree", "--name-only", f"{args.commit}:coref/brat").split()
     stems = sorted(name[: -len(".ann")] for name in listing if name.endswith(".ann"))
     root = real.unpack(args.cache)
     wordnet = real.wordnet(root)
     shingles = real.eval_shingles(real.eval_texts(root, wordnet))
-    instances = {real.norm(lemma) for _, lemmas, _ in wordnet.instances for lemma in lemmas}
+    instances = wordnet_instance_names(wordnet)
     blocks, dropped, names = [], 0, 0
     for stem in stems:
         kept = []
-        brat = [git_show(args.repo, args.commit, f"coref/brat/{stem}.{kind}") for kind in ("txt", "ann")]
-        for sentence in novel(*brat, git_show(args.repo, args.commit, f"entities/brat/{stem}.ann")):
+        layers = ("coref/brat/{}.txt", "coref/brat/{}.ann", "entities/brat/{}.ann")
+        for sentence in novel(*(git(args.repo, "show", f"{args.commit}:{layer.format(stem)}") for layer in layers)):
             text = " ".join(token for token, _ in sentence)
             people = [" ".join(t for t, _ in person) for person in tagged(sentence, "PER")]
             if not shingles.isdisjoint(real.eight_words(text)) or instances & {real.norm(p) for p in people}:

@@ -275,6 +275,14 @@ def conll_rows(paths: list[Path]) -> list[dict]:
     return rows
 
 
+def wordnet_instance_names(wordnet) -> set[str]:
+    """Every WordNet instance's lemmas (people, places, works), normalised by ``detector_real.norm``: whom the eval's
+    glosses and named sentences are about, so public text naming one is left out of training where asked."""
+    from silver_sources import detector_real as real
+
+    return {real.norm(lemma) for _, lemmas, _ in wordnet.instances for lemma in lemmas}
+
+
 def public_rows(paths: list[Path], held_out: Collection[str] = ()) -> list[dict]:
     """``conll_rows``, one document in ten dev (a sentence alone where the corpus has no documents); without the
     sentences that name any of ``held_out`` (normalised by ``detector_real.norm``) as a person or a mention."""
@@ -759,8 +767,7 @@ def built_examples(args: argparse.Namespace) -> list[dict]:
         silver += with_vocatives(silver, args.vocatives, fill.firsts, args.seed)
     held_out: set[str] = set()
     if args.without_wordnet_instances:  # the eval's glosses and named sentences take their people, places and works
-        instances = detector_real.wordnet(root).instances  # from WordNet's instances
-        held_out = {detector_real.norm(lemma) for _, lemmas, _ in instances for lemma in lemmas}
+        held_out = wordnet_instance_names(detector_real.wordnet(root))
     public = public_rows(args.conll, held_out)
     print(f"{len(public)} public corpus sentences", flush=True)
     framed = framed_rows(fill, args.per_frame_register, args.seed, args.gloss_frames, args.record_frames)
