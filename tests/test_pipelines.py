@@ -621,3 +621,24 @@ def test_the_address_trainers_dev_counts_the_characters_of_an_address_it_found(a
     assert address_trainer.coverage(text, address, [(11, 12, 0.9)]) == pytest.approx(1 / 23)
     assert address_trainer.coverage(text, address, [(11, 23, 0.9), (25, address[1], 0.9)]) == 1.0
     assert address_trainer.coverage(text, address, [(0, 4, 0.9)]) == 0.0
+
+
+def test_a_placed_name_is_renamed_by_a_surname_that_is_a_word(tagger_trainer: ModuleType) -> None:
+    """``--word-surnames``: a sentence's one placed name becomes a surname of the row's side of the dev split (dev
+    surnames are never trained on), alone or after a given name; the values after it keep their words."""
+    text = "And he said to Olga Berg, see olga@example.org."
+    spans = [{"start": 15, "end": 24, "label": "PERSON"}, {"start": 30, "end": 46, "label": "EMAIL"}]
+    rows = [{"text": text, "spans": spans, "mentions": [], "register": register, "dev": i % 2 == 1}
+            for i in range(200) for register in ("pronoun-placed", "clean-sentence")]  # fmt: skip
+    surnames, firsts = [f"Word{i}" for i in range(40)], [f"Name{i}" for i in range(40)]
+    copies = tagger_trainer.with_word_surnames(rows, 1.0, surnames, firsts, 0)
+    assert len(copies) == 200 and {c["register"] for c in copies} == {"word-surname"}
+    lone = 0
+    for copy in copies:
+        name, email = (copy["text"][s["start"] : s["end"]] for s in copy["spans"])
+        assert email == "olga@example.org" and copy["text"] == f"And he said to {name}, see olga@example.org."
+        *first, surname = name.split(" ")
+        assert surname in surnames and first in ([], *([f] for f in firsts))
+        assert (zlib.crc32(surname.encode()) % 10 == 0) == copy["dev"]
+        lone += not first
+    assert 60 < lone < 140
