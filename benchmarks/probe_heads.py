@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 from common import bench_parser
-from real_text import fortunes, unpack, wordnet
+from real_text import eval_fortunes, fortunes, unpack, wordnet
 from scipy.special import logit
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -49,7 +49,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     root = unpack(args.cache)
     stores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for source, (people, others) in {"wordnet": wordnet(root), "fortunes": fortunes(root)}.items():
+    for source, (people, others) in {"wordnet": wordnet(root), "fortunes": fortunes(eval_fortunes(root))}.items():
         positives, negatives = rng.sample(people, args.n), rng.sample(others, args.n)
         stores[source] = (l2_normalise(embedder.encode(positives + negatives)), np.array([1] * args.n + [0] * args.n))
     demo = demo_texts(1000)

@@ -61,6 +61,11 @@ from vdbguard.scan.owner import CalibrationOptions
 PACKAGES = ("wordnet-base", "fortunes", "fortunes-min")
 LEFT_OUT_FORTUNES = re.compile(r"(\.dat|\.u8|debian|linux\w*|knghtbrd|perl|-o)$")
 ATTRIBUTION = re.compile(r"^\s+(?:--|-)\s*(.+?)\s*$")
+# an attribution run on at the end of the text ("... selves. -G. K. Chesterton", "--Moore--"), which a cookie naming
+# nobody must not hold: its dash follows a space or a sentence's end, never a word ("well-Known")
+INLINE_ATTRIBUTION = re.compile(
+    r"(?:^|(?<=[\s.!?\"'])) *--? *([A-Z][\w.'’]*(?: +(?:[A-Z][\w.'’]*|van|von|de|da|di|le))*)[ .-]*$"
+)
 PERSON_NAME = re.compile(
     r"^(?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.)(?: (?:[A-Z][a-zA-Z'\-]+\.?|[A-Z]\.|van|von|de|da|di|le)){1,3}$"
 )
@@ -118,14 +123,17 @@ def normalised(text: str) -> str:
 
 
 def cookies(paths: list[Path]) -> Iterator[tuple[str, re.Match[str] | None]]:
-    """Each cookie's body and its attribution line's match, if it has one."""
+    """Each cookie's body and its attribution's match, if it has one: a line of its own or run on at the end."""
     for path in paths:
         if LEFT_OUT_FORTUNES.search(path.name):
             continue
         for cookie in path.read_text(encoding="latin-1").split("\n%\n"):
             lines = cookie.strip("\n").split("\n")
             match = ATTRIBUTION.match(lines[-1]) if len(lines) > 1 else None
-            yield re.sub(r"\s+", " ", " ".join(lines[:-1] if match else lines)).strip(), match
+            body = re.sub(r"\s+", " ", " ".join(lines[:-1] if match else lines)).strip()
+            if not match and (match := INLINE_ATTRIBUTION.search(body)):
+                body = body[: match.start()].rstrip()
+            yield body, match
 
 
 def fortunes(
