@@ -55,6 +55,9 @@ against 0.928; business email 0.953 against 0.896):
 ``--ruler-titles`` adds titled and ordinal forms to ``--rulers``' copies ("King Olaf", "Pope Olaf IX", "Olaf the
 Second"); ``--word-surnames`` copies with surnames that are words ("Young", "Street"): measured, not shipped
 (BENCHMARKS.md).
+``--score A B`` scores taggers trained from one start as one, their weights averaged: version 17 with a second draw of
+its recipe (``--seed 1`` from version 16's weights) or with the surnames candidate finds no more names than the better
+alone (BENCHMARKS.md).
 
 ``--init-layers`` starts a smaller, faster tagger from chosen layers of a trained one. Version 14's first three, their
 top two trained on over the same examples on one CPU thread (30 minutes), did not ship (BENCHMARKS.md):
@@ -867,7 +870,7 @@ def train(args: argparse.Namespace) -> dict:
     base = args.examples / "encoder.safetensors" if args.examples else None
     model = installed_model(args.layers, args.layers - args.trained, base)
     if args.init or args.score:  # its frozen layers too: the states below are computed through them
-        load_tagger(model, args.init or args.score, args.init_layers)
+        load_tagger(model, [args.init] if args.init else args.score, args.init_layers)
     model = model.to(args.device)
     lower_states(model, examples)
     rng = random.Random(args.seed)
@@ -942,24 +945,27 @@ def train(args: argparse.Namespace) -> dict:
             "frozen": model.frozen, "layers": args.layers}  # fmt: skip
 
 
-def load_tagger(model, folder: Path, layers: Sequence[int] | None = None) -> None:
+def load_tagger(model, folders: Sequence[Path], layers: Sequence[int] | None = None) -> None:
     """A trained tagger's weights over ``model``, before its frozen states are computed: a tagger that trained more
     layers than ``--trained`` ships them, and states from the installed encoder's would not be the ones it reads.
-    ``layers``: which of its encoder layers to keep, in order (a smaller tagger started from a larger one)."""
+    Several folders (taggers trained from one start): their weights averaged. ``layers``: which of its encoder layers
+    to keep, in order (a smaller tagger started from a larger one)."""
     from safetensors.torch import load_file
 
-    trained = load_file(str(folder / "tagger.safetensors"))
+    loaded = [load_file(str(folder / "tagger.safetensors")) for folder in folders]
+    trained = {k: sum(weights[k].float() for weights in loaded) / len(loaded) for k in loaded[0]}
     if layers is not None:
         trained = {kept: v for k, v in trained.items() if (kept := renumbered(k, layers))}
     model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
 
 
-def score(model, folder: Path, dev_set: list[dict], biases: list[float]) -> dict:
-    """``folder``'s dev scores at each outside bias, without training: what its own decoding leaves on dev. ``model``
-    holds its weights (``load_tagger``) and the dev set its frozen states."""
+def score(model, folders: Sequence[Path], dev_set: list[dict], biases: list[float]) -> dict:
+    """The dev scores at each outside bias of ``folders``' tagger (their weights averaged), without training: what its
+    own decoding leaves on dev. ``model`` holds its weights (``load_tagger``) and the dev set its frozen states."""
     model.eval()
     by_bias = dev_by_bias(model, dev_set, biases)
-    return {"scored": str(folder), "by_bias": {bias: {"objective": objective(d), **d} for bias, d in by_bias.items()}}
+    return {"scored": [str(folder) for folder in folders],
+            "by_bias": {bias: {"objective": objective(d), **d} for bias, d in by_bias.items()}}  # fmt: skip
 
 
 def dev_by_bias(model, dev_set: list[dict], biases: list[float]) -> dict[float, dict]:
@@ -1122,7 +1128,9 @@ def main() -> None:
                         help="write the encoded examples and the encoder there for --examples, and stop")  # fmt: skip
     parser.add_argument("--examples", type=Path, metavar="FOLDER",
                         help="train on --save-examples' folder: no train sources' packages needed")  # fmt: skip
-    parser.add_argument("--score", type=Path, help="score this trained tagger's folder on dev at --outside-biases")
+    parser.add_argument("--score", type=Path, nargs="+", metavar="FOLDER",
+                        help="score this trained tagger's folder on dev at --outside-biases; several: their weights "
+                             "averaged")  # fmt: skip
     parser.add_argument("--init", type=Path, metavar="FOLDER",
                         help="start from this trained tagger's weights: a shorter run that adds frames")  # fmt: skip
     parser.add_argument("--init-layers", type=int, nargs="+", metavar="I",

@@ -510,14 +510,33 @@ def test_the_tagger_trainer_scores_the_shipped_tagger_at_each_outside_bias(tagge
     examples = tagger_trainer.encode_rows(rows, T.Tokens(), name_gazetteer())
     training = json.loads((T.TAGGER_DIR / "training.json").read_text(encoding="utf-8"))
     model = tagger_trainer.installed_model(training["layers"], frozen=training["frozen"])
-    tagger_trainer.load_tagger(model, T.TAGGER_DIR)
+    tagger_trainer.load_tagger(model, [T.TAGGER_DIR])
     shipped = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
     lower = [key for key in shipped if key.startswith("encoder.layer.0.")]
     assert lower and all(model.state_dict()[key].equal(shipped[key].float()) for key in lower)
     tagger_trainer.lower_states(model, examples)
-    scored = tagger_trainer.score(model, T.TAGGER_DIR, examples, [0.0, 50.0])["by_bias"]
+    scored = tagger_trainer.score(model, [T.TAGGER_DIR], examples, [0.0, 50.0])["by_bias"]
     assert scored[0.0]["PERSON"] == 1.0 and scored[50.0]["PERSON"] == 0.0
     assert scored[0.0]["objective"] > scored[50.0]["objective"]
+
+
+def test_the_tagger_trainer_scores_several_taggers_as_one_with_their_weights_averaged(
+    tagger_trainer: ModuleType, tmp_path: Path
+) -> None:
+    """``--score A B``: taggers trained from one start, read as one whose every weight is their mean."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from vdbguard.detectors import tagger as T
+
+    shipped = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
+    (tmp_path / "zeros").mkdir()
+    save_file({k: torch.zeros_like(v) for k, v in shipped.items()}, str(tmp_path / "zeros" / "tagger.safetensors"))
+    training = json.loads((T.TAGGER_DIR / "training.json").read_text(encoding="utf-8"))
+    model = tagger_trainer.installed_model(training["layers"], frozen=training["frozen"])
+    tagger_trainer.load_tagger(model, [T.TAGGER_DIR, tmp_path / "zeros"])
+    state = model.state_dict()
+    assert all(state[k].equal(v.float() / 2) for k, v in shipped.items())
 
 
 def test_the_tagger_trainer_starts_a_smaller_tagger_from_chosen_layers_of_a_trained_one(
@@ -530,7 +549,7 @@ def test_the_tagger_trainer_starts_a_smaller_tagger_from_chosen_layers_of_a_trai
 
     shipped = load_file(str(T.TAGGER_DIR / "tagger.safetensors"))
     model = tagger_trainer.installed_model(2, frozen=1)
-    tagger_trainer.load_tagger(model, T.TAGGER_DIR, [0, 2])
+    tagger_trainer.load_tagger(model, [T.TAGGER_DIR], [0, 2])
     state = model.state_dict()
     for kept, source in ((0, 0), (1, 2)):
         keys = [k for k in shipped if k.startswith(f"encoder.layer.{source}.")]
