@@ -953,6 +953,8 @@ def load_tagger(model, folders: Sequence[Path], layers: Sequence[int] | None = N
     from safetensors.torch import load_file
 
     loaded = [load_file(str(folder / "tagger.safetensors")) for folder in folders]
+    if any(weights.keys() != loaded[0].keys() for weights in loaded):
+        raise SystemExit(f"{', '.join(map(str, folders))} ship different layers: average taggers trained from one")
     trained = {k: sum(weights[k].float() for weights in loaded) / len(loaded) for k in loaded[0]}
     if layers is not None:
         trained = {kept: v for k, v in trained.items() if (kept := renumbered(k, layers))}

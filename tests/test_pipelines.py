@@ -537,6 +537,9 @@ def test_the_tagger_trainer_scores_several_taggers_as_one_with_their_weights_ave
     tagger_trainer.load_tagger(model, [T.TAGGER_DIR, tmp_path / "zeros"])
     state = model.state_dict()
     assert all(state[k].equal(v.float() / 2) for k, v in shipped.items())
+    save_file({"head.weight": shipped["head.weight"]}, str(tmp_path / "zeros" / "tagger.safetensors"))
+    with pytest.raises(SystemExit, match="ship different layers"):
+        tagger_trainer.load_tagger(model, [T.TAGGER_DIR, tmp_path / "zeros"])
 
 
 def test_the_tagger_trainer_starts_a_smaller_tagger_from_chosen_layers_of_a_trained_one(
