@@ -958,7 +958,7 @@ def load_tagger(model, folders: Sequence[Path], layers: Sequence[int] | None = N
     trained = {k: sum(weights[k].float() for weights in loaded) / len(loaded) for k in loaded[0]}
     if layers is not None:
         trained = {kept: v for k, v in trained.items() if (kept := renumbered(k, layers))}
-    model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+    model.load_state_dict(trained, strict=False)
 
 
 def score(model, folders: Sequence[Path], dev_set: list[dict], biases: list[float]) -> dict:
