@@ -25,7 +25,7 @@ def test_calibrate_skips_a_keyed_transform_without_a_key_and_tries_the_rest(
     monkeypatch.delenv(KEY_ENV, raising=False)
     out = tmp_path / "calibration" / "calibration.json"
     args = ["calibrate", "--data", str(data), "--transform", "dcpe", "--transform", "binary", "--profile", "small"]
-    result = CliRunner().invoke(main, [*args, "--attack", "bag-of-words", "--out", str(out.parent)])
+    result = CliRunner().invoke(main, [*args, "--attack", "pii-probe", "--out", str(out.parent)])
     assert result.exit_code in (0, 1), result.output
     assert "skipped dcpe" in result.output and KEY_ENV in result.output
     assert [p["transform"] for p in json.loads(out.read_text())] == ["binary"]
@@ -39,11 +39,11 @@ def test_calibrate_never_recommends_a_setting_the_white_box_attacker_defeats(
     from vdbguard.transforms.leace import LeaceErasure
 
     blinded = evaluate_defense(
-        LeaceErasure(1.0), embedder, named, attacks=("slot-search",), profile="small", adaptive=False, attack_limit=12
+        LeaceErasure(1.0), embedder, named, attacks=("slot-search",), profile="small", adaptive=False, attack_limit=8
     )
     assert blinded.leakage_clean > 0.2 and blinded.leakage_cut >= 0.5, blinded
 
-    bench = DefenseBench(embedder, named, attacks=("slot-search", "gradient"), profile="small", attack_limit=12)
+    bench = DefenseBench(embedder, named, attacks=("slot-search", "gradient"), profile="small", attack_limit=8)
     result = calibrate(bench, max_recall_loss=0.05, target_leakage_cut=0.5, transform_names=("leace:1",))
     (point,) = result.points
     gradient = point.attacks["gradient"]
